@@ -1,0 +1,66 @@
+"""The exception hierarchy. Everything the library raises on bad input or a
+model it cannot convert derives from ArmnnImportError; anything else escaping
+from convert() is a bug."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ArmnnImportError(Exception):
+    """Base class of every error armnn-import raises on purpose."""
+    exit_code = 1
+
+    def lines(self) -> list[str]:
+        """One line per problem, for the CLI."""
+        return [str(self)]
+
+
+class LoadError(ArmnnImportError):
+    """The input file cannot be read or parsed (bad format, truncated, hostile)."""
+
+
+class ReadError(LoadError):
+    """A .armnn file cannot be read back."""
+
+
+@dataclass
+class Problem:
+    op: str
+    node: str
+    reason: str
+    hint: str = ""
+
+    def __str__(self):
+        s = f"{self.op} (node {self.node!r}): {self.reason}"
+        return f"{s}; hint: {self.hint}" if self.hint else s
+
+
+class UnsupportedModelError(ArmnnImportError):
+    """The model uses operators or attributes that cannot be expressed exactly.
+    `problems` lists every one of them, not only the first."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        n = len(self.problems)
+        super().__init__(f"{n} unsupported node{'s' if n != 1 else ''}:\n" +
+                         "\n".join(f"  {p}" for p in self.problems))
+
+    def lines(self) -> list[str]:
+        return [str(p) for p in self.problems]
+
+
+class ConversionError(ArmnnImportError):
+    """Conversion failed for a reason other than an unsupported operator
+    (for example an unknown input dimension)."""
+
+
+class GraphError(ArmnnImportError):
+    """The IR graph breaks an invariant (found by verify())."""
+
+
+class SerializationError(ArmnnImportError):
+    """The network cannot be written (for example it exceeds 2 GiB)."""
+
+
+class OutputError(ArmnnImportError):
+    """The output file cannot be written."""

@@ -1,0 +1,272 @@
+"""One descriptor per schema descriptor table, field for field.
+
+Names are the schema's in snake_case, enums are the schema's enums and the
+defaults are the schema's defaults (a field without one defaults to 0, False
+or the first enum value). Vector fields are tuples.
+
+LAYER_KINDS says, for each of the 32 layer types, which descriptor it carries
+and which constant tensors (in schema order). The writer and the reader are
+driven by this table.
+"""
+import dataclasses
+import typing
+from dataclasses import field, fields
+from enum import IntEnum
+from typing import NamedTuple
+
+import numpy as np
+
+from .types import (ActivationFunction, DataLayout, LayerType, NormalizationAlgorithmChannel,
+                    NormalizationAlgorithmMethod, OutputShapeRounding, PaddingMethod,
+                    PoolingAlgorithm)
+
+
+def _tuple(default=(), elem="uint32"):
+    """A vector field; `elem` is the schema's element type ([uint] or [int])."""
+    return field(default=tuple(default), metadata={"elem": elem})
+
+
+def _canonical(self):
+    # Coerce every field to its declared type (enums, float32-rounded floats,
+    # tuples of ints), so equal descriptors compare equal after a round trip.
+    for f, tp in typing.get_type_hints(type(self)).items():
+        v = getattr(self, f)
+        if isinstance(tp, type) and issubclass(tp, IntEnum):
+            v = tp(v)
+        elif tp is float:
+            v = float(np.float32(v))
+        elif tp is bool:
+            v = bool(v)
+        elif tp is int:
+            v = int(v)
+        elif typing.get_origin(tp) is tuple:
+            v = tuple(tuple(int(x) for x in e) if isinstance(e, (tuple, list, np.ndarray)) else int(e) for e in v)
+        setattr(self, f, v)
+
+
+def dataclass(cls):
+    cls.__post_init__ = _canonical
+    return dataclasses.dataclass(cls)
+
+
+@dataclass
+class ActivationDescriptor:
+    function: ActivationFunction = ActivationFunction.Sigmoid
+    a: float = 0.0
+    b: float = 0.0
+
+
+@dataclass
+class Convolution2dDescriptor:
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    bias_enabled: bool = False
+    data_layout: DataLayout = DataLayout.NCHW
+
+
+@dataclass
+class DepthwiseConvolution2dDescriptor:
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    bias_enabled: bool = False
+    data_layout: DataLayout = DataLayout.NCHW
+
+
+@dataclass
+class FullyConnectedDescriptor:
+    bias_enabled: bool = False
+    transpose_weights_matrix: bool = False
+
+
+@dataclass
+class L2NormalizationDescriptor:
+    data_layout: DataLayout = DataLayout.NCHW
+
+
+@dataclass
+class Pooling2dDescriptor:
+    pool_type: PoolingAlgorithm = PoolingAlgorithm.Max
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    pool_width: int = 0
+    pool_height: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    output_shape_rounding: OutputShapeRounding = OutputShapeRounding.Floor
+    padding_method: PaddingMethod = PaddingMethod.IgnoreValue
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class SoftmaxDescriptor:
+    beta: float = 0.0
+
+
+@dataclass
+class ReshapeDescriptor:
+    target_shape: tuple[int, ...] = _tuple()
+
+
+@dataclass
+class PermuteDescriptor:
+    # dim_mappings[i] is the output dimension that input dimension i goes to
+    # (the inverse of numpy.transpose's axes).
+    dim_mappings: tuple[int, ...] = _tuple()
+
+
+@dataclass
+class SpaceToBatchNdDescriptor:
+    block_shape: tuple[int, ...] = _tuple()
+    pad_list: tuple[int, ...] = _tuple()  # flattened (before, after) pairs
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class BatchToSpaceNdDescriptor:
+    block_shape: tuple[int, ...] = _tuple()
+    crops: tuple[int, ...] = _tuple()  # flattened (begin, end) pairs
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class NormalizationDescriptor:
+    norm_channel_type: NormalizationAlgorithmChannel = NormalizationAlgorithmChannel.Across
+    norm_method_type: NormalizationAlgorithmMethod = NormalizationAlgorithmMethod.LocalBrightness
+    norm_size: int = 0
+    alpha: float = 0.0
+    beta: float = 0.0
+    k: float = 0.0
+    data_layout: DataLayout = DataLayout.NCHW
+
+
+@dataclass
+class MeanDescriptor:
+    axis: tuple[int, ...] = _tuple()
+    keep_dims: bool = False
+
+
+@dataclass
+class PadDescriptor:
+    pad_list: tuple[int, ...] = _tuple()  # flattened (before, after) pairs
+
+
+@dataclass
+class BatchNormalizationDescriptor:
+    eps: float = 0.0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class ResizeBilinearDescriptor:
+    target_width: int = 0
+    target_height: int = 0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class StridedSliceDescriptor:
+    begin: tuple[int, ...] = _tuple(elem="int32")
+    end: tuple[int, ...] = _tuple(elem="int32")
+    stride: tuple[int, ...] = _tuple(elem="int32")
+    begin_mask: int = 0
+    end_mask: int = 0
+    shrink_axis_mask: int = 0
+    ellipsis_mask: int = 0
+    new_axis_mask: int = 0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class OriginsDescriptor:
+    concat_axis: int = 0
+    num_views: int = 0
+    num_dimensions: int = 0
+    view_origins: tuple[tuple[int, ...], ...] = _tuple()
+
+
+class LayerKind(NamedTuple):
+    table: str                  # schema table name, e.g. "Convolution2dLayer"
+    descriptor: type | None     # descriptor dataclass, or None
+    tensors: tuple[str, ...]    # constant tensor fields, schema order
+    optional: tuple[str, ...] = ()  # constant tensor fields that may be absent
+
+
+LAYER_KINDS: dict[LayerType, LayerKind] = {
+    LayerType.Activation: LayerKind("ActivationLayer", ActivationDescriptor, ()),
+    LayerType.Addition: LayerKind("AdditionLayer", None, ()),
+    LayerType.BatchToSpaceNd: LayerKind("BatchToSpaceNdLayer", BatchToSpaceNdDescriptor, ()),
+    LayerType.BatchNormalization: LayerKind("BatchNormalizationLayer", BatchNormalizationDescriptor,
+                                            ("mean", "variance", "beta", "gamma")),
+    LayerType.Constant: LayerKind("ConstantLayer", None, ("input",)),
+    LayerType.Convolution2d: LayerKind("Convolution2dLayer", Convolution2dDescriptor,
+                                       ("weights", "biases"), ("biases",)),
+    LayerType.DepthwiseConvolution2d: LayerKind("DepthwiseConvolution2dLayer",
+                                                DepthwiseConvolution2dDescriptor,
+                                                ("weights", "biases"), ("biases",)),
+    LayerType.FullyConnected: LayerKind("FullyConnectedLayer", FullyConnectedDescriptor,
+                                        ("weights", "biases"), ("biases",)),
+    LayerType.Input: LayerKind("InputLayer", None, ()),
+    LayerType.Multiplication: LayerKind("MultiplicationLayer", None, ()),
+    LayerType.Output: LayerKind("OutputLayer", None, ()),
+    LayerType.Permute: LayerKind("PermuteLayer", PermuteDescriptor, ()),
+    LayerType.Pooling2d: LayerKind("Pooling2dLayer", Pooling2dDescriptor, ()),
+    LayerType.Reshape: LayerKind("ReshapeLayer", ReshapeDescriptor, ()),
+    LayerType.Softmax: LayerKind("SoftmaxLayer", SoftmaxDescriptor, ()),
+    LayerType.SpaceToBatchNd: LayerKind("SpaceToBatchNdLayer", SpaceToBatchNdDescriptor, ()),
+    LayerType.Division: LayerKind("DivisionLayer", None, ()),
+    LayerType.Minimum: LayerKind("MinimumLayer", None, ()),
+    LayerType.Equal: LayerKind("EqualLayer", None, ()),
+    LayerType.Maximum: LayerKind("MaximumLayer", None, ()),
+    LayerType.Normalization: LayerKind("NormalizationLayer", NormalizationDescriptor, ()),
+    LayerType.Pad: LayerKind("PadLayer", PadDescriptor, ()),
+    LayerType.Rsqrt: LayerKind("RsqrtLayer", None, ()),
+    LayerType.Floor: LayerKind("FloorLayer", None, ()),
+    LayerType.Greater: LayerKind("GreaterLayer", None, ()),
+    LayerType.ResizeBilinear: LayerKind("ResizeBilinearLayer", ResizeBilinearDescriptor, ()),
+    LayerType.Subtraction: LayerKind("SubtractionLayer", None, ()),
+    LayerType.StridedSlice: LayerKind("StridedSliceLayer", StridedSliceDescriptor, ()),
+    LayerType.Gather: LayerKind("GatherLayer", None, ()),
+    LayerType.Mean: LayerKind("MeanLayer", MeanDescriptor, ()),
+    LayerType.Merger: LayerKind("MergerLayer", OriginsDescriptor, ()),
+    LayerType.L2Normalization: LayerKind("L2NormalizationLayer", L2NormalizationDescriptor, ()),
+}
+
+assert len(LAYER_KINDS) == 32
+
+# The schema's `union Layer` lists the layer tables in its own order; the tag
+# of a table is its 1-based position there.
+UNION_ORDER = (
+    "ActivationLayer", "AdditionLayer", "BatchToSpaceNdLayer", "BatchNormalizationLayer",
+    "ConstantLayer", "Convolution2dLayer", "DepthwiseConvolution2dLayer", "FullyConnectedLayer",
+    "InputLayer", "MultiplicationLayer", "OutputLayer", "PermuteLayer", "Pooling2dLayer",
+    "ReshapeLayer", "SoftmaxLayer", "SpaceToBatchNdLayer", "DivisionLayer", "MinimumLayer",
+    "EqualLayer", "MaximumLayer", "NormalizationLayer", "PadLayer", "RsqrtLayer", "FloorLayer",
+    "GreaterLayer", "ResizeBilinearLayer", "SubtractionLayer", "StridedSliceLayer", "GatherLayer",
+    "MeanLayer", "MergerLayer", "L2NormalizationLayer",
+)
+
+# Elementwise binary layers: two inputs, numpy-style broadcasting of equal ranks.
+BINARY_LAYERS = frozenset({
+    LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication, LayerType.Division,
+    LayerType.Minimum, LayerType.Maximum, LayerType.Equal, LayerType.Greater,
+})
+COMPARISON_LAYERS = frozenset({LayerType.Equal, LayerType.Greater})
+
+
+def schema_name(snake: str) -> str:
+    """pad_left -> PadLeft: the suffix the generated bindings use."""
+    return "".join(p[:1].upper() + p[1:] for p in snake.split("_"))
+
+
+def descriptor_fields(desc_cls) -> list:
+    return list(fields(desc_cls))

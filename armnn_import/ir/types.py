@@ -1,0 +1,226 @@
+"""Enums, TensorInfo and ConstTensor: the value types of the IR.
+
+Enum values are the schema's (schema/ArmnnSchema.fbs), so the writer and
+reader map them without a table.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+
+class DataType(IntEnum):
+    Float16 = 0
+    Float32 = 1
+    QuantisedAsymm8 = 2
+    Signed32 = 3
+    Boolean = 4
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return _NP_DTYPES[self]
+
+    @property
+    def is_quantized(self) -> bool:
+        return self is DataType.QuantisedAsymm8
+
+    @classmethod
+    def from_numpy(cls, dtype) -> "DataType":
+        dtype = np.dtype(dtype)
+        for dt, npdt in _NP_DTYPES.items():
+            if npdt == dtype:
+                return dt
+        raise ValueError(f"no Arm NN data type for numpy dtype {dtype}")
+
+
+_NP_DTYPES = {
+    DataType.Float16: np.dtype(np.float16),
+    DataType.Float32: np.dtype(np.float32),
+    DataType.QuantisedAsymm8: np.dtype(np.uint8),
+    DataType.Signed32: np.dtype(np.int32),
+    DataType.Boolean: np.dtype(np.bool_),
+}
+
+
+class DataLayout(IntEnum):
+    NHWC = 0
+    NCHW = 1
+
+
+class ActivationFunction(IntEnum):
+    Sigmoid = 0
+    TanH = 1
+    Linear = 2
+    ReLu = 3
+    BoundedReLu = 4
+    SoftReLu = 5
+    LeakyReLu = 6
+    Abs = 7
+    Sqrt = 8
+    Square = 9
+
+
+class PoolingAlgorithm(IntEnum):
+    Max = 0
+    Average = 1
+    L2 = 2
+
+
+class OutputShapeRounding(IntEnum):
+    Floor = 0
+    Ceiling = 1
+
+
+class PaddingMethod(IntEnum):
+    IgnoreValue = 0
+    Exclude = 1
+
+
+class NormalizationAlgorithmChannel(IntEnum):
+    Across = 0
+    Within = 1
+
+
+class NormalizationAlgorithmMethod(IntEnum):
+    LocalBrightness = 0
+    LocalContrast = 1
+
+
+class LayerType(IntEnum):
+    Addition = 0
+    Input = 1
+    Multiplication = 2
+    Output = 3
+    Pooling2d = 4
+    Reshape = 5
+    Softmax = 6
+    Convolution2d = 7
+    DepthwiseConvolution2d = 8
+    Activation = 9
+    Permute = 10
+    FullyConnected = 11
+    Constant = 12
+    SpaceToBatchNd = 13
+    BatchToSpaceNd = 14
+    Division = 15
+    Minimum = 16
+    Equal = 17
+    Maximum = 18
+    Normalization = 19
+    Pad = 20
+    Rsqrt = 21
+    Floor = 22
+    BatchNormalization = 23
+    Greater = 24
+    ResizeBilinear = 25
+    Subtraction = 26
+    StridedSlice = 27
+    Gather = 28
+    Mean = 29
+    Merger = 30
+    L2Normalization = 31
+
+
+class ConstTensorData(IntEnum):
+    """Storage kinds of the schema's ConstTensorData union (values = union tags)."""
+    ByteData = 1
+    ShortData = 2
+    IntData = 3
+    LongData = 4
+
+
+# What Arm NN's own serializer writes for each data type; the deserializer
+# only reinterprets the bytes, so any kind whose size divides the data works.
+DEFAULT_STORAGE = {
+    DataType.Float16: ConstTensorData.ShortData,
+    DataType.Float32: ConstTensorData.IntData,
+    DataType.QuantisedAsymm8: ConstTensorData.ByteData,
+    DataType.Signed32: ConstTensorData.IntData,
+    DataType.Boolean: ConstTensorData.ByteData,
+}
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """Shape, data type and per-tensor quantization of one tensor."""
+    shape: tuple[int, ...]
+    dtype: DataType = DataType.Float32
+    scale: float = 1.0
+    offset: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        object.__setattr__(self, "dtype", DataType(self.dtype))
+        object.__setattr__(self, "scale", float(np.float32(self.scale)))
+        object.__setattr__(self, "offset", int(self.offset))
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def with_shape(self, shape) -> "TensorInfo":
+        return TensorInfo(tuple(shape), self.dtype, self.scale, self.offset)
+
+    def with_dtype(self, dtype: DataType) -> "TensorInfo":
+        if dtype.is_quantized:
+            return TensorInfo(self.shape, dtype, self.scale, self.offset)
+        return TensorInfo(self.shape, dtype)
+
+    def __str__(self):
+        dims = "x".join(str(d) for d in self.shape) or "scalar"
+        q = f" q=({self.scale:g},{self.offset})" if self.dtype.is_quantized else ""
+        return f"{dims} {self.dtype.name}{q}"
+
+
+class ConstTensor:
+    """A constant tensor: a TensorInfo plus a C-contiguous numpy array.
+
+    `storage` is the ConstTensorData kind the writer uses; by default the one
+    Arm NN's serializer uses for the data type.
+    """
+    __slots__ = ("info", "data", "storage")
+
+    def __init__(self, data: np.ndarray, info: TensorInfo | None = None,
+                 storage: ConstTensorData | None = None):
+        data = np.asarray(data)
+        if info is None:
+            info = TensorInfo(data.shape, DataType.from_numpy(data.dtype))
+        want = info.dtype.np_dtype
+        if data.dtype != want:
+            raise ValueError(f"constant data is {data.dtype}, TensorInfo says {info.dtype.name}")
+        if tuple(data.shape) != info.shape:
+            data = data.reshape(info.shape)
+        self.info = info
+        self.data = np.ascontiguousarray(data)
+        self.storage = ConstTensorData(storage) if storage is not None else DEFAULT_STORAGE[info.dtype]
+
+    @classmethod
+    def quantized(cls, data: np.ndarray, scale: float, offset: int) -> "ConstTensor":
+        data = np.asarray(data, dtype=np.uint8)
+        return cls(data, TensorInfo(data.shape, DataType.QuantisedAsymm8, scale, offset))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.info.shape
+
+    def dequantized(self) -> np.ndarray:
+        """The values as float32 (dequantized if quantized)."""
+        if self.info.dtype.is_quantized:
+            return ((self.data.astype(np.float32) - self.info.offset) * np.float32(self.info.scale)).astype(np.float32)
+        return self.data.astype(np.float32)
+
+    def __eq__(self, other):
+        return (isinstance(other, ConstTensor) and self.info == other.info
+                and self.storage == other.storage and np.array_equal(self.data, other.data))
+
+    def __repr__(self):
+        return f"ConstTensor({self.info}, storage={self.storage.name})"

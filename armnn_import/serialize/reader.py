@@ -1,0 +1,186 @@
+""".armnn bytes -> IR. The mirror of writer.py, with bounds checks: the
+Python FlatBuffers runtime does no verification, so every vector length and
+offset is checked against the buffer before it is followed, and anything
+that still goes wrong becomes a ReadError."""
+from __future__ import annotations
+
+import dataclasses
+import struct
+import typing
+
+import numpy as np
+
+from ..errors import ReadError
+from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name
+from ..ir.graph import Graph, Layer, Port
+from ..ir.types import ConstTensor, ConstTensorData, DataType, LayerType, TensorInfo
+from . import armnn_schema_generated as fb
+from .writer import FILE_IDENTIFIER, _STORAGE_DTYPE
+
+_KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
+
+
+class _Buf:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.size = len(data)
+
+    def check_len(self, n: int, elem: int, what: str):
+        if n < 0 or n * elem > self.size:
+            raise ReadError(f"{what}: vector of {n} elements runs past the end of the file")
+
+
+def _table(obj, cls):
+    t = cls()
+    t.Init(obj.Bytes, obj.Pos)
+    return t
+
+
+def _np_vec(buf, obj, field: str, what: str) -> np.ndarray:
+    n = getattr(obj, f"{field}Length")()
+    buf.check_len(n, 4, what)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    return np.asarray(getattr(obj, f"{field}AsNumpy")())
+
+
+def _tensor_info(buf, ti, what: str) -> TensorInfo:
+    if ti is None:
+        raise ReadError(f"{what}: missing TensorInfo")
+    dims = _np_vec(buf, ti, "Dimensions", what)
+    try:
+        dtype = DataType(ti.DataType())
+    except ValueError:
+        raise ReadError(f"{what}: unknown data type {ti.DataType()}") from None
+    return TensorInfo(tuple(int(d) for d in dims), dtype, ti.QuantizationScale(), ti.QuantizationOffset())
+
+
+def _const_tensor(buf, ct, what: str) -> ConstTensor:
+    info = _tensor_info(buf, ct.Info(), what)
+    try:
+        storage = ConstTensorData(ct.DataType())
+    except ValueError:
+        raise ReadError(f"{what}: unknown constant data kind {ct.DataType()}") from None
+    table = ct.Data()
+    if table is None:
+        raise ReadError(f"{what}: constant tensor without data")
+    data = _table(table, getattr(fb, storage.name))
+    elem = np.dtype(_STORAGE_DTYPE[storage]).itemsize
+    n = data.DataLength()
+    buf.check_len(n, elem, what)
+    need = info.num_elements * info.dtype.np_dtype.itemsize
+    if n * elem != need:
+        raise ReadError(f"{what}: {n * elem} bytes of data for a {info} tensor ({need} bytes)")
+    raw = np.asarray(data.DataAsNumpy()) if n else np.zeros(0, np.uint8)
+    arr = raw.view(np.uint8).view(info.dtype.np_dtype).reshape(info.shape).copy()
+    return ConstTensor(arr, info, storage)
+
+
+def _descriptor(buf, obj, cls, what: str):
+    if obj is None:
+        return cls()
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for f in dataclasses.fields(cls):
+        name = schema_name(f.name)
+        if f.name == "view_origins":
+            n = obj.ViewOriginsLength()
+            buf.check_len(n, 4, what)
+            values[f.name] = tuple(tuple(int(x) for x in _np_vec(buf, obj.ViewOrigins(i), "Data", what))
+                                   for i in range(n))
+        elif typing.get_origin(hints[f.name]) is tuple:
+            values[f.name] = tuple(int(x) for x in _np_vec(buf, obj, name, what))
+        else:
+            values[f.name] = getattr(obj, name)()
+    try:
+        return cls(**values)
+    except ValueError as e:
+        raise ReadError(f"{what}: bad descriptor value: {e}") from None
+
+
+def _read_layer(buf, any_layer, position: int):
+    tag = any_layer.LayerType()
+    if not 1 <= tag <= len(UNION_ORDER):
+        raise ReadError(f"layer {position}: layer type tag {tag} is not in this schema "
+                        "(the file was probably written by a newer Arm NN serializer)")
+    table = UNION_ORDER[tag - 1]
+    ltype, kind = _KIND_BY_TABLE[table]
+    raw = any_layer.Layer()
+    if raw is None:
+        raise ReadError(f"layer {position}: missing layer table")
+    obj = _table(raw, getattr(fb, table))
+    binding_id = None
+    base = obj.Base()
+    if base is None:
+        raise ReadError(f"layer {position}: missing base")
+    if ltype in (LayerType.Input, LayerType.Output):
+        binding_id = base.LayerBindingId()
+        base = base.Base()
+        if base is None:
+            raise ReadError(f"layer {position}: missing base")
+    if base.LayerType() != ltype:
+        raise ReadError(f"layer {position}: base says type {base.LayerType()}, table is {table}")
+    name = (base.LayerName() or b"").decode("utf-8", "replace")
+    what = f"layer {position} ({table} {name!r})"
+    n_in, n_out = base.InputSlotsLength(), base.OutputSlotsLength()
+    buf.check_len(n_in, 4, what)
+    buf.check_len(n_out, 4, what)
+    conns = []
+    for i in range(n_in):
+        c = base.InputSlots(i).Connection()
+        if c is None:
+            raise ReadError(f"{what}: input slot {i} is not connected")
+        conns.append((c.SourceLayerIndex(), c.OutputSlotIndex()))
+    outputs = [_tensor_info(buf, base.OutputSlots(i).TensorInfo(), what) for i in range(n_out)]
+    desc = _descriptor(buf, obj.Descriptor(), kind.descriptor, what) if kind.descriptor else None
+    tensors = {}
+    for k in kind.tensors:
+        ct = getattr(obj, schema_name(k))()
+        if ct is not None:
+            tensors[k] = _const_tensor(buf, ct, f"{what} {k}")
+        elif k not in kind.optional:
+            raise ReadError(f"{what}: missing constant tensor '{k}'")
+    layer = Layer(ltype, name, [], outputs, desc, tensors, binding_id)
+    return base.Index(), layer, conns
+
+
+def read(data: bytes) -> Graph:
+    """Parse .armnn bytes into a Graph. Raises ReadError on anything malformed."""
+    data = bytes(data)
+    if len(data) < 8:
+        raise ReadError(f"not an .armnn file: only {len(data)} bytes")
+    if data[4:8] != FILE_IDENTIFIER:
+        raise ReadError(f"not an .armnn file: file identifier is {data[4:8]!r}, expected {FILE_IDENTIFIER!r}")
+    buf = _Buf(data)
+    try:
+        root = fb.SerializedGraph.GetRootAs(data, 0)
+        n = root.LayersLength()
+        buf.check_len(n, 4, "layers")
+        entries = [_read_layer(buf, root.Layers(i), i) for i in range(n)]
+        input_ids = [int(x) for x in _np_vec(buf, root, "InputIds", "inputIds")]
+        output_ids = [int(x) for x in _np_vec(buf, root, "OutputIds", "outputIds")]
+    except ReadError:
+        raise
+    except (struct.error, IndexError, ValueError, TypeError, UnicodeDecodeError, AttributeError,
+            OverflowError, MemoryError) as e:
+        raise ReadError(f"corrupt .armnn file: {type(e).__name__}: {e}") from None
+
+    by_index = {}
+    for index, layer, _ in entries:
+        if index in by_index:
+            raise ReadError(f"two layers have index {index}")
+        by_index[index] = layer
+    g = Graph()
+    for index, layer, conns in entries:
+        for src, slot in conns:
+            if src not in by_index or slot >= len(by_index[src].outputs):
+                raise ReadError(f"layer {layer.name!r} is connected to missing output {src}:{slot}")
+            layer.inputs.append(Port(by_index[src], slot))
+        g.layers.append(layer)
+    g._names = {l.name for l in g.layers}
+    for ids, want in ((input_ids, LayerType.Input), (output_ids, LayerType.Output)):
+        for i in ids:
+            if i not in by_index or by_index[i].type != want:
+                raise ReadError(f"{'inputIds' if want == LayerType.Input else 'outputIds'} names layer {i}, "
+                                f"which is not an {want.name} layer")
+    return g

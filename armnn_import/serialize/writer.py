@@ -1,0 +1,161 @@
+"""IR -> .armnn bytes. Mechanical: every decision was made before this point.
+
+Driven by LAYER_KINDS and the descriptor dataclasses; the generated bindings
+name every function `<Table>Start`, `<Table>Add<Field>`, `<Table>End`.
+Every scalar is written explicitly (ForceDefaults), because newer Arm NN
+schemas changed some defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import flatbuffers
+import numpy as np
+
+from ..errors import SerializationError
+from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name
+from ..ir.graph import Graph
+from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
+from . import armnn_schema_generated as fb
+
+FILE_IDENTIFIER = b"ARMN"
+MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
+
+_STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
+                  ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
+
+
+def _call(table: str, what: str, b, *args):
+    return getattr(fb, f"{table}{what}")(b, *args)
+
+
+def _vector(b, values, dtype) -> int:
+    return b.CreateNumpyVector(np.ascontiguousarray(values, dtype=dtype).reshape(-1))
+
+
+def _tables_vector(b, table: str, field: str, offsets: list[int]) -> int:
+    _call(table, f"Start{field}Vector", b, len(offsets))
+    for off in reversed(offsets):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _tensor_info(b, info: TensorInfo) -> int:
+    dims = _vector(b, info.shape, np.uint32)
+    fb.TensorInfoStart(b)
+    fb.TensorInfoAddDimensions(b, dims)
+    fb.TensorInfoAddDataType(b, int(info.dtype))
+    fb.TensorInfoAddQuantizationScale(b, info.scale)
+    fb.TensorInfoAddQuantizationOffset(b, info.offset)
+    return fb.TensorInfoEnd(b)
+
+
+def _const_tensor(b, t: ConstTensor) -> int:
+    raw = t.data.reshape(-1).view(np.uint8)
+    elem = np.dtype(_STORAGE_DTYPE[t.storage])
+    if raw.size % elem.itemsize:
+        raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
+    data = _vector(b, raw.view(elem), elem)
+    kind = t.storage.name
+    _call(kind, "Start", b)
+    _call(kind, "AddData", b, data)
+    data_table = _call(kind, "End", b)
+    info = _tensor_info(b, t.info)
+    fb.ConstTensorStart(b)
+    fb.ConstTensorAddInfo(b, info)
+    fb.ConstTensorAddDataType(b, int(t.storage))
+    fb.ConstTensorAddData(b, data_table)
+    return fb.ConstTensorEnd(b)
+
+
+def _descriptor(b, desc) -> int:
+    table = type(desc).__name__
+    children = {}
+    for f in dataclasses.fields(desc):
+        v = getattr(desc, f.name)
+        if f.name == "view_origins":  # [UintVector]
+            subs = []
+            for origin in v:
+                data = _vector(b, origin, np.uint32)
+                fb.UintVectorStart(b)
+                fb.UintVectorAddData(b, data)
+                subs.append(fb.UintVectorEnd(b))
+            children[f.name] = _tables_vector(b, table, "ViewOrigins", subs)
+        elif isinstance(v, tuple):
+            children[f.name] = _vector(b, v, f.metadata.get("elem", "uint32"))
+    _call(table, "Start", b)
+    for f in dataclasses.fields(desc):
+        _call(table, f"Add{schema_name(f.name)}", b, children.get(f.name, getattr(desc, f.name)))
+    return _call(table, "End", b)
+
+
+def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
+    name = b.CreateString(layer.name)
+    in_slots = []
+    for i, port in enumerate(layer.inputs):
+        fb.InputSlotStart(b)
+        fb.InputSlotAddIndex(b, i)
+        fb.InputSlotAddConnection(b, fb.CreateConnection(b, positions[id(port.layer)], port.slot))
+        in_slots.append(fb.InputSlotEnd(b))
+    out_slots = []
+    for i, info in enumerate(layer.outputs):
+        ti = _tensor_info(b, info)
+        fb.OutputSlotStart(b)
+        fb.OutputSlotAddIndex(b, i)
+        fb.OutputSlotAddTensorInfo(b, ti)
+        out_slots.append(fb.OutputSlotEnd(b))
+    ins = _tables_vector(b, "LayerBase", "InputSlots", in_slots)
+    outs = _tables_vector(b, "LayerBase", "OutputSlots", out_slots)
+    fb.LayerBaseStart(b)
+    fb.LayerBaseAddIndex(b, index)
+    fb.LayerBaseAddLayerName(b, name)
+    fb.LayerBaseAddLayerType(b, int(layer.type))
+    fb.LayerBaseAddInputSlots(b, ins)
+    fb.LayerBaseAddOutputSlots(b, outs)
+    return fb.LayerBaseEnd(b)
+
+
+def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
+    kind = LAYER_KINDS[layer.type]
+    base = _layer_base(b, layer, index, positions)
+    if layer.type in (LayerType.Input, LayerType.Output):
+        fb.BindableLayerBaseStart(b)
+        fb.BindableLayerBaseAddBase(b, base)
+        fb.BindableLayerBaseAddLayerBindingId(b, layer.binding_id)
+        base = fb.BindableLayerBaseEnd(b)
+    desc = _descriptor(b, layer.desc) if kind.descriptor is not None else None
+    tensors = {k: _const_tensor(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
+    _call(kind.table, "Start", b)
+    _call(kind.table, "AddBase", b, base)
+    if desc is not None:
+        _call(kind.table, "AddDescriptor", b, desc)
+    for k, off in tensors.items():
+        _call(kind.table, f"Add{schema_name(k)}", b, off)
+    table = _call(kind.table, "End", b)
+    fb.AnyLayerStart(b)
+    fb.AnyLayerAddLayerType(b, UNION_ORDER.index(kind.table) + 1)
+    fb.AnyLayerAddLayer(b, table)
+    return fb.AnyLayerEnd(b)
+
+
+def write(graph: Graph) -> bytes:
+    """Serialize `graph` (already verified and in topological order)."""
+    weight_bytes = sum(t.data.nbytes for l in graph.layers for t in l.tensors.values())
+    if weight_bytes > MAX_BYTES - (1 << 20):
+        raise SerializationError(
+            f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "
+            "hint: use --fp16 or a quantized model")
+    b = flatbuffers.Builder(weight_bytes + 4096 + 512 * len(graph.layers))
+    b.ForceDefaults(True)
+    positions = {id(l): i for i, l in enumerate(graph.layers)}
+    layers = [_layer(b, l, i, positions) for i, l in enumerate(graph.layers)]
+    layers_vec = _tables_vector(b, "SerializedGraph", "Layers", layers)
+    input_ids = _vector(b, [positions[id(l)] for l in graph.input_layers], np.uint32)
+    output_ids = _vector(b, [positions[id(l)] for l in graph.output_layers], np.uint32)
+    fb.SerializedGraphStart(b)
+    fb.SerializedGraphAddLayers(b, layers_vec)
+    fb.SerializedGraphAddInputIds(b, input_ids)
+    fb.SerializedGraphAddOutputIds(b, output_ids)
+    root = fb.SerializedGraphEnd(b)
+    b.Finish(root, file_identifier=FILE_IDENTIFIER)
+    return bytes(b.Output())
