@@ -64,3 +64,8 @@ class SerializationError(ArmnnImportError):
 
 class OutputError(ArmnnImportError):
     """The output file cannot be written."""
+
+
+class ExecutionError(ArmnnImportError):
+    """The numpy executor cannot run a graph: bad inputs, or a layer whose Arm NN
+    result is undefined (for example an out-of-range Gather index)."""

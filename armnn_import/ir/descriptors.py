@@ -64,8 +64,12 @@ class Convolution2dDescriptor:
     pad_bottom: int = 0
     stride_x: int = 0
     stride_y: int = 0
-    bias_enabled: bool = False
-    data_layout: DataLayout = DataLayout.NCHW
+    # Arm NN 19.02+ inserted dilationX/dilationY (uint) into these two slots, so
+    # every released runtime reads them as dilations: they are never written and
+    # must keep their defaults (verify() enforces it). Bias goes in a following
+    # BatchNormalization; NHWC inputs are permuted around an NCHW convolution.
+    bias_enabled: bool = field(default=False, metadata={"never_written": True})
+    data_layout: DataLayout = field(default=DataLayout.NCHW, metadata={"never_written": True})
 
 
 @dataclass
@@ -76,8 +80,12 @@ class DepthwiseConvolution2dDescriptor:
     pad_bottom: int = 0
     stride_x: int = 0
     stride_y: int = 0
-    bias_enabled: bool = False
-    data_layout: DataLayout = DataLayout.NCHW
+    # Arm NN 19.02+ inserted dilationX/dilationY (uint) into these two slots, so
+    # every released runtime reads them as dilations: they are never written and
+    # must keep their defaults (verify() enforces it). Bias goes in a following
+    # BatchNormalization; NHWC inputs are permuted around an NCHW convolution.
+    bias_enabled: bool = field(default=False, metadata={"never_written": True})
+    data_layout: DataLayout = field(default=DataLayout.NCHW, metadata={"never_written": True})
 
 
 @dataclass

@@ -8,6 +8,7 @@ import dataclasses
 import struct
 import typing
 
+import flatbuffers
 import numpy as np
 
 from ..errors import ReadError
@@ -28,6 +29,18 @@ class _Buf:
     def check_len(self, n: int, elem: int, what: str):
         if n < 0 or n * elem > self.size:
             raise ReadError(f"{what}: vector of {n} elements runs past the end of the file")
+
+
+def _check_string(buf, tab, slot: int, what: str):
+    # The runtime slices strings without a bounds check, so a truncated file
+    # would silently yield a shorter name; the terminating NUL must be inside.
+    o = tab.Offset(slot)
+    if o:
+        off = o + tab.Pos
+        off += tab.Get(flatbuffers.number_types.UOffsetTFlags, off)
+        n = tab.Get(flatbuffers.number_types.UOffsetTFlags, off)
+        if off + 4 + n >= buf.size:
+            raise ReadError(f"{what}: string runs past the end of the file")
 
 
 def _table(obj, cls):
@@ -120,6 +133,7 @@ def _read_layer(buf, any_layer, position: int):
             raise ReadError(f"layer {position}: missing base")
     if base.LayerType() != ltype:
         raise ReadError(f"layer {position}: base says type {base.LayerType()}, table is {table}")
+    _check_string(buf, base._tab, 6, f"layer {position} name")  # 6: LayerBase.layerName
     name = (base.LayerName() or b"").decode("utf-8", "replace")
     what = f"layer {position} ({table} {name!r})"
     n_in, n_out = base.InputSlotsLength(), base.OutputSlotsLength()
@@ -151,6 +165,9 @@ def read(data: bytes) -> Graph:
         raise ReadError(f"not an .armnn file: only {len(data)} bytes")
     if data[4:8] != FILE_IDENTIFIER:
         raise ReadError(f"not an .armnn file: file identifier is {data[4:8]!r}, expected {FILE_IDENTIFIER!r}")
+    if len(data) % 4:
+        # FlatBuffers builders pad a finished buffer to a multiple of its alignment (>= 4).
+        raise ReadError(f"not a complete .armnn file: {len(data)} bytes is not a multiple of 4 (truncated?)")
     buf = _Buf(data)
     try:
         root = fb.SerializedGraph.GetRootAs(data, 0)

@@ -85,6 +85,8 @@ def _descriptor(b, desc) -> int:
             children[f.name] = _vector(b, v, f.metadata.get("elem", "uint32"))
     _call(table, "Start", b)
     for f in dataclasses.fields(desc):
+        if f.metadata.get("never_written"):
+            continue
         _call(table, f"Add{schema_name(f.name)}", b, children.get(f.name, getattr(desc, f.name)))
     return _call(table, "End", b)
 

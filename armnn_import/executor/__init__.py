@@ -1,0 +1,9 @@
+"""A numpy executor of the IR that follows Arm NN 20.08 CpuRef semantics
+(decode to float32, compute, encode; byte copies where Arm NN copies bytes).
+
+run(graph, inputs) -> outputs in Output binding-id order;
+run_all(graph, inputs) -> every output slot by Port; evaluate(layer, arrays)
+-> one layer's outputs (used by constant folding).
+"""
+from .layers import LAYER_FUNCTIONS  # noqa: F401
+from .run import evaluate, run, run_all  # noqa: F401

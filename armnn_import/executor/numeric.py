@@ -1,0 +1,77 @@
+"""Decoding and encoding of tensor data the way Arm NN 20.08 CpuRef does it
+(src/backends/reference/workloads/BaseIterator.hpp, src/armnn/TypesUtils.cpp).
+
+Most reference workloads decode every input element to float32, compute in
+float32 and encode the result into the output's data type; these helpers do
+that for whole arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import DataType, TensorInfo
+
+F32 = np.float32
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's round(): halves go away from zero (numpy's round goes to even)."""
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) == 0.5, t + np.sign(x), np.round(x)).astype(x.dtype)
+
+
+def decode(data: np.ndarray, info: TensorInfo) -> np.ndarray:
+    """MakeDecoder<float>: raw tensor data -> float32."""
+    dt = info.dtype
+    if dt == DataType.Float32:
+        return np.asarray(data, dtype=F32)
+    if dt == DataType.QuantisedAsymm8:
+        # Dequantize: float(value - offset) * scale, all in float32.
+        return (data.astype(np.int64) - info.offset).astype(F32) * F32(info.scale)
+    if dt == DataType.Signed32:
+        # Int32Decoder when the scale is 0, ScaledInt32Decoder (value * scale) otherwise.
+        f = data.astype(F32)
+        return f if info.scale == 0.0 else f * F32(info.scale)
+    # Float16 and Boolean: plain conversion.
+    return data.astype(F32)
+
+
+def encode(values: np.ndarray, info: TensorInfo) -> np.ndarray:
+    """MakeEncoder<float>: float32 results -> raw data of the output's type."""
+    values = np.asarray(values, dtype=F32)
+    dt = info.dtype
+    if dt == DataType.Float32:
+        return values
+    if dt == DataType.QuantisedAsymm8:
+        return quantize(values, info.scale, info.offset)
+    if dt == DataType.Float16:
+        return to_half(values)
+    if dt == DataType.Signed32:
+        # Int32Encoder: static_cast<int32_t>(float), i.e. truncation.
+        with np.errstate(invalid="ignore"):
+            return np.trunc(values).astype(np.int32)
+    return values != 0  # Boolean
+
+
+def quantize(values: np.ndarray, scale: float, offset: int) -> np.ndarray:
+    """armnn::Quantize<uint8_t>: clamp(round(value / scale) + offset, 0, 255)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        q = round_half_away(values.astype(F32) / F32(scale)) + F32(offset)
+        # NaN never reaches a real model; x86 converts it to 0.
+        q = np.where(np.isnan(q), F32(0), np.clip(q, F32(0), F32(255)))
+    return q.astype(np.uint8)
+
+
+def to_half(values: np.ndarray) -> np.ndarray:
+    """float32 -> float16 as armnn::Half does it: round to nearest, ties away
+    from zero (half.hpp with HALF_ROUND_STYLE 1, HALF_ROUND_TIES_TO_EVEN 0);
+    numpy rounds ties to even, so the ties are fixed up."""
+    values = np.asarray(values, dtype=F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = values.astype(np.float16)
+        back = h.astype(F32)
+        diff = values - back                      # exact: |diff| <= half an ulp of h
+        away = np.nextafter(h, np.where(diff > 0, np.float16(np.inf), np.float16(-np.inf)))
+        gap = away.astype(F32) - back
+        tie = (diff != 0) & np.isfinite(h) & (2 * diff == gap) & (np.abs(away) > np.abs(h))
+    return np.where(tie, away, h)

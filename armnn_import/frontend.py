@@ -1,0 +1,38 @@
+"""What a frontend plugin provides. Frontends are found through the
+entry-point group `armnn_import.frontends`; each entry point names an object
+with this interface (see frontends/onnx and frontends/tflite)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from .ir.graph import Graph
+from .registry import OpRegistry
+from .report import Report
+
+LAYOUTS = ("keep", "nhwc", "nchw")
+
+
+@dataclass
+class ConvertOptions:
+    input_shapes: dict[str, tuple[int, ...]] | None = None
+    layout: str = "keep"          # keep | nhwc | nchw
+    keep_io_layout: bool = False
+    fp16: bool = False
+    dequantize: bool = False      # convert quantized models to an all-float network
+
+
+class Frontend(Protocol):
+    name: str                     # "onnx", "tflite"
+    extensions: tuple[str, ...]   # (".onnx",)
+    registry: OpRegistry
+
+    def sniff(self, head: bytes) -> bool:
+        """True if the first bytes of a file look like this format (cheap, no heavy imports)."""
+
+    def accepts(self, obj) -> bool:
+        """True if `obj` is an in-memory model of this format (e.g. onnx.ModelProto)."""
+
+    def convert(self, source, options: ConvertOptions, report: Report) -> Graph:
+        """source: a path (str/PathLike), bytes, or an in-memory model. Returns the IR,
+        raising UnsupportedModelError listing every unsupported node at once."""

@@ -1,0 +1,293 @@
+"""verify(graph): the invariants the writer and Arm NN 20.08 rely on.
+
+Checked before writing and after every pass, so a bug is caught where it is
+made instead of as a crash or wrong numbers inside Arm NN. The per-layer
+rules follow the Validate methods in Arm NN 20.08's
+src/backends/backendsCommon/WorkloadData.cpp. Raises GraphError with one
+line per problem, each naming the layer.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from ..errors import GraphError
+from .descriptors import BINARY_LAYERS
+from .shapes import NUM_INPUTS, NUM_OUTPUTS, hw_axes, infer_outputs
+from .types import DataLayout, DataType, LayerType, TensorInfo
+
+MAX_REPORTED = 20
+_CONV = (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d)
+_WEIGHTED = _CONV + (LayerType.FullyConnected,)
+
+
+def verify(graph) -> None:
+    """Raise GraphError listing what is wrong with `graph`; return None if nothing is."""
+    problems = _structure(graph)
+    if not problems:
+        for layer in graph.layers:
+            problems += [f"layer {layer.name!r} ({layer.type.name}): {p}" for p in _check_layer(layer)]
+    if problems:
+        more = len(problems) - MAX_REPORTED
+        lines = problems[:MAX_REPORTED] + ([f"... and {more} more problems"] if more > 0 else [])
+        raise GraphError("\n".join(lines))
+
+
+# -- graph structure ---------------------------------------------------------
+
+def _structure(graph) -> list[str]:
+    problems = [f"layer name {name!r} is used by {n} layers"
+                for name, n in Counter(l.name for l in graph.layers).items() if n > 1]
+    pos = {id(l): i for i, l in enumerate(graph.layers)}
+    for layer in graph.layers:
+        for i, p in enumerate(layer.inputs):
+            if id(p.layer) not in pos:
+                problems.append(f"layer {layer.name!r} input {i} comes from layer {p.layer.name!r}, "
+                                "which is not in the graph")
+            elif not 0 <= p.slot < len(p.layer.outputs):
+                problems.append(f"layer {layer.name!r} input {i} uses output {p.slot} of {p.layer.name!r}, "
+                                f"which has {len(p.layer.outputs)} outputs")
+    if problems:
+        return problems
+    cycle = _find_cycle(graph)
+    if cycle:
+        return ["cycle: " + " -> ".join(repr(l.name) for l in cycle)]
+    for i, layer in enumerate(graph.layers):
+        for p in layer.inputs:
+            if pos[id(p.layer)] > i:
+                problems.append(f"layer {layer.name!r} (position {i}) uses {p.layer.name!r} "
+                                f"(position {pos[id(p.layer)]}) before it is defined; the layers are "
+                                "not in topological order (graph.toposort())")
+                break
+    for t in (LayerType.Input, LayerType.Output):
+        layers = [l for l in graph.layers if l.type == t]
+        ids = [l.binding_id for l in layers]
+        if any(not isinstance(b, int) for b in ids) or sorted(ids) != list(range(len(ids))):
+            problems.append(f"{t.name} binding ids are {ids}; expected 0..{len(ids) - 1}, each once "
+                            f"(layers {[l.name for l in layers]})")
+    for l in graph.layers:
+        if l.type not in (LayerType.Input, LayerType.Output) and l.binding_id is not None:
+            problems.append(f"layer {l.name!r} ({l.type.name}) has a binding id but is not an Input or Output")
+    return problems
+
+
+def _find_cycle(graph):
+    """One cycle as a list of layers (first == last), or None. Iterative DFS."""
+    state: dict[int, int] = {}  # 1 = on the stack, 2 = done
+    for root in graph.layers:
+        if id(root) in state:
+            continue
+        path, stack = [], [(root, 0)]
+        while stack:
+            layer, i = stack.pop()
+            if i == 0:
+                state[id(layer)] = 1
+                path.append(layer)
+            if i < len(layer.inputs):
+                stack.append((layer, i + 1))
+                src = layer.inputs[i].layer
+                if state.get(id(src)) == 1:
+                    start = next(k for k, l in enumerate(path) if l is src)
+                    return list(reversed(path[start:] + [src]))
+                if id(src) not in state:
+                    stack.append((src, 0))
+            else:
+                state[id(layer)] = 2
+                path.pop()
+    return None
+
+
+# -- one layer ---------------------------------------------------------------
+
+def _check_layer(layer) -> list[str]:
+    kind, t = layer.kind, layer.type
+    n_in, want_in = len(layer.inputs), NUM_INPUTS[t]
+    if (want_in is None and n_in < 1) or (want_in is not None and n_in != want_in):
+        return [f"takes {want_in if want_in is not None else 'one or more'} inputs, got {n_in}"]
+    if len(layer.outputs) != NUM_OUTPUTS[t]:
+        return [f"has {NUM_OUTPUTS[t]} outputs, got {len(layer.outputs)}"]
+    if kind.descriptor is not None and not isinstance(layer.desc, kind.descriptor):
+        return [f"descriptor is {type(layer.desc).__name__}, expected {kind.descriptor.__name__}"]
+
+    problems = []
+    required = [k for k in kind.tensors if k not in kind.optional]
+    if getattr(layer.desc, "bias_enabled", False):
+        required.append("biases")
+    elif "biases" in layer.tensors:
+        problems.append("has biases but bias_enabled is false (Arm NN would ignore them)")
+    problems += [f"missing constant tensor '{k}'" for k in required if k not in layer.tensors]
+    problems += [f"unexpected constant tensor '{k}' ({t.name} has {list(kind.tensors) or 'none'})"
+                 for k in layer.tensors if k not in kind.tensors]
+    for k, ct in layer.tensors.items():
+        problems += _check_quant(ct.info, f"constant '{k}'")
+    for i, info in enumerate(layer.outputs):
+        problems += _check_quant(info, f"output {i}")
+        if any(d < 1 for d in info.shape):
+            problems.append(f"output {i} {info} has an empty dimension")
+    if problems:
+        return problems
+
+    ins = [p.info for p in layer.inputs]
+    problems += _RULES.get(t, _no_rule)(layer, ins)
+    if t in BINARY_LAYERS or t == LayerType.Merger:
+        if len({i.dtype for i in ins}) > 1:
+            problems.append(f"inputs mix data types {[i.dtype.name for i in ins]}; Arm NN needs them equal")
+    if problems or t == LayerType.Input:
+        return problems
+    try:
+        expected = infer_outputs(layer)
+    except GraphError as e:
+        msg = str(e)
+        return [msg[len(layer.name) + 2:] if msg.startswith(f"{layer.name}: ") else msg]
+    for i, (got, exp) in enumerate(zip(layer.outputs, expected)):
+        if got.shape != exp.shape or got.dtype != exp.dtype:
+            problems.append(f"output {i} is {got}, but its inputs give {exp.shape} {exp.dtype.name}")
+    return problems
+
+
+def _check_quant(info: TensorInfo, what: str) -> list[str]:
+    if not info.dtype.is_quantized:
+        return []  # Arm NN ignores scale/offset of other types (bias scale is checked apart)
+    problems = []
+    if not (math.isfinite(info.scale) and info.scale > 0):
+        problems.append(f"{what} is {info.dtype.name} with scale {info.scale}; it must be finite and > 0")
+    if not 0 <= info.offset <= 255:
+        problems.append(f"{what} is {info.dtype.name} with offset {info.offset}; it must be in 0..255")
+    return problems
+
+
+def _no_rule(layer, ins):
+    return []
+
+
+def _bias_dtype(dtype: DataType) -> DataType:
+    # WorkloadData.cpp GetBiasDataType
+    return DataType.Signed32 if dtype.is_quantized else dtype
+
+
+def _weighted(layer, ins):
+    """Convolution2d, DepthwiseConvolution2d, FullyConnected: weight and bias shapes and types."""
+    x, w = ins[0], layer.tensors["weights"].info
+    d = layer.desc
+    if layer.type in _CONV:
+        if x.rank != 4 or w.rank != 4:
+            return [f"needs a 4-D input and 4-D weights, got input {x.shape} and weights {w.shape}"]
+        if d.stride_x < 1 or d.stride_y < 1:
+            return [f"strides ({d.stride_x}, {d.stride_y}) must be >= 1"]
+        c = x.shape[hw_axes(d.data_layout)[0]]
+        if layer.type == LayerType.DepthwiseConvolution2d:
+            w_in, out_c, wname = w.shape[1], w.shape[0] * w.shape[1], "[M, C, kH, kW]"
+        elif d.data_layout == DataLayout.NCHW:
+            w_in, out_c, wname = w.shape[1], w.shape[0], "[O, I, kH, kW]"
+        else:
+            w_in, out_c, wname = w.shape[3], w.shape[0], "[O, kH, kW, I]"
+        if w_in != c:
+            return [f"weights {w.shape} ({wname}) are for {w_in} input channels, the input {x.shape} "
+                    f"has {c} ({d.data_layout.name})"]
+    else:
+        if w.rank != 2:
+            return [f"weights must be 2-D, got {w.shape}"]
+        if x.rank not in (2, 4):
+            return [f"input must have 2 or 4 dimensions, got {x.shape}"]
+        n_in = math.prod(x.shape[1:])
+        w_in, out_c = (w.shape[1], w.shape[0]) if d.transpose_weights_matrix else w.shape
+        if w_in != n_in:
+            layout = "[O, I]" if d.transpose_weights_matrix else "[I, O]"
+            return [f"weights {w.shape} ({layout}) take {w_in} inputs, the input {x.shape} gives {n_in}"]
+    problems = []
+    if x.dtype.is_quantized:
+        if w.dtype != DataType.QuantisedAsymm8:
+            problems.append(f"weights are {w.dtype.name}; a quantized input needs QuantisedAsymm8 weights")
+    elif w.dtype != x.dtype:
+        problems.append(f"weights are {w.dtype.name}, the input is {x.dtype.name}; they must match")
+    if "biases" in layer.tensors:
+        b = layer.tensors["biases"].info
+        if b.shape != (out_c,):
+            problems.append(f"biases must be 1-D of the {out_c} output channels, got {b.shape}")
+        if b.dtype != _bias_dtype(x.dtype):
+            problems.append(f"biases are {b.dtype.name}; a {x.dtype.name} input needs "
+                            f"{_bias_dtype(x.dtype).name} biases")
+        elif x.dtype.is_quantized:
+            want = float(x.scale * w.scale)
+            # Arm NN allows 1e-6 absolute; the relative bound matters for small scales.
+            err = abs(b.scale - want)
+            if b.offset != 0 or err > 1e-6 or err > 1e-5 * want:
+                problems.append(f"biases have quantization ({b.scale:g}, {b.offset}); they must be "
+                                f"(input scale * weight scale = {want:g}, 0)")
+    return problems
+
+
+def _batchnorm(layer, ins):
+    x, d = ins[0], layer.desc
+    if x.rank != 4:
+        return [f"needs a 4-D input, got {x.shape}"]
+    c = x.shape[hw_axes(d.data_layout)[0]]
+    return [f"'{k}' must be 1-D of the {c} channels ({d.data_layout.name}), got {ct.shape}"
+            for k, ct in layer.tensors.items() if ct.shape != (c,)]
+
+
+def _pool(layer, ins):
+    d = layer.desc
+    if d.stride_x < 1 or d.stride_y < 1 or d.pool_width < 1 or d.pool_height < 1:
+        return [f"pool size ({d.pool_width}, {d.pool_height}) and strides ({d.stride_x}, {d.stride_y}) "
+                "must be >= 1"]
+    return []
+
+
+def _permute(layer, ins):
+    m = layer.desc.dim_mappings
+    if sorted(m) != list(range(ins[0].rank)):
+        return [f"dim_mappings {tuple(m)} is not a permutation of 0..{ins[0].rank - 1}"]
+    return []
+
+
+def _strided_slice(layer, ins):
+    d, rank = layer.desc, ins[0].rank
+    lens = (len(d.begin), len(d.end), len(d.stride))
+    if lens != (rank,) * 3:
+        return [f"begin/end/stride have lengths {lens}; the input {ins[0].shape} needs {rank} each"]
+    if 0 in d.stride:
+        return [f"stride {d.stride} contains 0"]
+    return []
+
+
+def _reshape(layer, ins):
+    target = tuple(layer.desc.target_shape)
+    if math.prod(target) != ins[0].num_elements:
+        return [f"target shape {target} has {math.prod(target)} elements, "
+                f"the input {ins[0].shape} has {ins[0].num_elements}"]
+    return []
+
+
+def _gather(layer, ins):
+    if ins[1].dtype != DataType.Signed32:
+        return [f"indices (input 1) are {ins[1].dtype.name}; Arm NN needs Signed32"]
+    return []
+
+
+def _merger(layer, ins):
+    d, rank = layer.desc, ins[0].rank
+    if d.num_views != len(ins):
+        return [f"num_views is {d.num_views}, but it has {len(ins)} inputs"]
+    if d.num_dimensions != rank:
+        return [f"num_dimensions is {d.num_dimensions}, the inputs have rank {rank}"]
+    if not 0 <= d.concat_axis < rank:
+        return [f"concat_axis {d.concat_axis} is out of range for rank {rank}"]
+    if any(i.rank != rank for i in ins):
+        return [f"inputs have different ranks: {[i.shape for i in ins]}"]
+    want, at = [], 0
+    for i in ins:
+        want.append(tuple(at if k == d.concat_axis else 0 for k in range(rank)))
+        at += i.shape[d.concat_axis]
+    if tuple(d.view_origins) != tuple(want):
+        return [f"view_origins {tuple(d.view_origins)} do not match the inputs; "
+                f"concatenating along axis {d.concat_axis} needs {tuple(want)}"]
+    return []
+
+
+_RULES = {
+    LayerType.Convolution2d: _weighted, LayerType.DepthwiseConvolution2d: _weighted,
+    LayerType.FullyConnected: _weighted, LayerType.BatchNormalization: _batchnorm,
+    LayerType.Pooling2d: _pool, LayerType.Permute: _permute, LayerType.StridedSlice: _strided_slice,
+    LayerType.Reshape: _reshape, LayerType.Gather: _gather, LayerType.Merger: _merger,
+}

@@ -1,0 +1,348 @@
+"""NetBuilder: exact lowerings onto the 32 Arm NN layers, shared by frontends.
+
+Every method takes and returns Ports. `quant=(scale, offset)` sets the
+output quantization of a QuantisedAsymm8 result where the inputs don't imply
+it. Constants are folded into layers that carry them (Linear, BoundedReLu,
+BatchNormalization, FullyConnected biases) so that files hold no Constant
+layers, which Arm NN 21.08+ misreads in files without featureVersions.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import descriptors as D
+from ..ir.graph import Graph, Port
+from ..ir.types import ActivationFunction as AF
+from ..ir.types import ConstTensor, DataLayout, DataType, LayerType
+from ..report import Report
+
+FLT_MAX = float(np.finfo(np.float32).max)
+
+
+class Unsupported(Exception):
+    """Raised by a converter when a node has no exact lowering; collected by
+    the frontend into an UnsupportedModelError (never escapes the library)."""
+
+    def __init__(self, reason: str, hint: str = ""):
+        super().__init__(reason)
+        self.reason, self.hint = reason, hint
+
+
+def inverse_perm(perm) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return tuple(inv)
+
+
+class NetBuilder:
+    def __init__(self, graph: Graph | None = None, report: Report | None = None):
+        self.g = graph if graph is not None else Graph()
+        self.report = report if report is not None else Report()
+
+    def add(self, ltype, name, inputs, desc=None, **kw) -> Port:
+        return self.g.add(ltype, name, inputs, desc, **kw).out()
+
+    # -- shape and data movement -------------------------------------------
+    def permute(self, x: Port, perm, name: str, quant=None) -> Port:
+        """numpy.transpose(x, perm)."""
+        perm = tuple(int(p) for p in perm)
+        if perm == tuple(range(len(perm))):
+            return x
+        return self.add(LayerType.Permute, name, [x], D.PermuteDescriptor(inverse_perm(perm)), quant=quant)
+
+    def reshape(self, x: Port, shape, name: str) -> Port:
+        shape = tuple(int(d) for d in shape)
+        if shape == x.info.shape:
+            return x
+        return self.add(LayerType.Reshape, name, [x], D.ReshapeDescriptor(shape))
+
+    def concat(self, xs: list[Port], axis: int, name: str, quant=None) -> Port:
+        if len(xs) == 1:
+            return xs[0]
+        rank = xs[0].info.rank
+        axis %= rank
+        origins, at = [], 0
+        for x in xs:
+            o = [0] * rank
+            o[axis] = at
+            origins.append(tuple(o))
+            at += x.info.shape[axis]
+        return self.add(LayerType.Merger, name, xs, D.OriginsDescriptor(axis, len(xs), rank, tuple(origins)),
+                        quant=quant)
+
+    def slice(self, x: Port, begin, end, stride, name: str) -> Port:
+        """x[begin:end:stride] per axis with Python slice semantics (None = open)."""
+        shape = x.info.shape
+        b, e, s, end_mask = [], [], [], 0
+        for axis, dim in enumerate(shape):
+            start, stop, step = slice(begin[axis], end[axis], stride[axis]).indices(dim)
+            b.append(start)
+            s.append(step)
+            if step < 0 and stop < 0:  # runs to index 0 inclusive: Arm NN would wrap -1
+                end_mask |= 1 << axis
+                e.append(0)
+            else:
+                e.append(stop)
+        if all(st == 1 for st in s) and b == [0] * len(shape) and e == list(shape):
+            return x
+        if len(shape) > 4:
+            raise Unsupported(f"slicing a {len(shape)}-D tensor (Arm NN StridedSlice takes at most 4-D)")
+        return self.add(LayerType.StridedSlice, name, [x],
+                        D.StridedSliceDescriptor(tuple(b), tuple(e), tuple(s), end_mask=end_mask))
+
+    def take(self, x: Port, axis: int, start: int, stop: int, name: str, step: int = 1) -> Port:
+        rank = x.info.rank
+        axis %= rank
+        begin, end, stride = [None] * rank, [None] * rank, [1] * rank
+        begin[axis], end[axis], stride[axis] = start, stop, step
+        return self.slice(x, begin, end, stride, name)
+
+    def split(self, x: Port, axis: int, sizes, name: str) -> list[Port]:
+        outs, at = [], 0
+        for i, n in enumerate(sizes):
+            outs.append(self.take(x, axis, at, at + int(n), f"{name}_{i}"))
+            at += int(n)
+        return outs
+
+    def pad(self, x: Port, pads, name: str) -> Port:
+        """Zero padding; pads = [(before, after)] per axis."""
+        flat = tuple(int(v) for p in pads for v in p)
+        if not any(flat):
+            return x
+        return self.add(LayerType.Pad, name, [x], D.PadDescriptor(flat))
+
+    # -- activations and scalar arithmetic ----------------------------------
+    def activation(self, x: Port, fn: AF, name: str, a: float = 0.0, b: float = 0.0, quant=None) -> Port:
+        return self.add(LayerType.Activation, name, [x], D.ActivationDescriptor(fn, a, b), quant=quant)
+
+    def linear(self, x: Port, a: float, b: float, name: str, quant=None) -> Port:
+        """a*x + b."""
+        return self.activation(x, AF.Linear, name, a, b, quant)
+
+    def clamp(self, x: Port, lo: float, hi: float, name: str, quant=None) -> Port:
+        """min(hi, max(lo, x)); infinite bounds allowed."""
+        lo, hi = max(float(lo), -FLT_MAX), min(float(hi), FLT_MAX)
+        if lo == 0.0 and hi == FLT_MAX:
+            return self.activation(x, AF.ReLu, name, quant=quant)
+        return self.activation(x, AF.BoundedReLu, name, hi, lo, quant)
+
+    def fill_like(self, x: Port, value: float, name: str) -> Port:
+        """A tensor of x's shape filled with `value`, made as Linear(a=0, b=value)
+        (no Constant layer; NaN or inf in x propagate)."""
+        return self.linear(x, 0.0, value, name)
+
+    def constant(self, x: Port, values: np.ndarray, name: str) -> Port:
+        """A float32 constant tensor without a Constant layer: one element of x
+        through a FullyConnected with zero weights and the values as bias."""
+        values = np.asarray(values, np.float32)
+        one = self.slice(x, [0] * x.info.rank, [1] * x.info.rank, [1] * x.info.rank, f"{name}_pick")
+        one = self.reshape(one, (1, 1), f"{name}_flat")
+        fc = self.add(LayerType.FullyConnected, name, [one], D.FullyConnectedDescriptor(True, False),
+                      tensors={"weights": ConstTensor(np.zeros((1, values.size), np.float32)),
+                               "biases": ConstTensor(values.reshape(-1))})
+        self.report.decomposition("constant", "FullyConnected with zero weights and the values as bias")
+        return self.reshape(fc, values.shape or (1,), f"{name}_shape")
+
+    # -- elementwise --------------------------------------------------------
+    def _equal_rank(self, a: Port, b: Port, name: str) -> tuple[Port, Port]:
+        ra, rb = a.info.rank, b.info.rank
+        if ra < rb:
+            a = self.reshape(a, (1,) * (rb - ra) + a.info.shape, f"{name}_rank_a")
+        elif rb < ra:
+            b = self.reshape(b, (1,) * (ra - rb) + b.info.shape, f"{name}_rank_b")
+        return a, b
+
+    def binary(self, ltype: LayerType, a: Port, b: Port, name: str, quant=None) -> Port:
+        a, b = self._equal_rank(a, b, name)
+        return self.add(ltype, name, [a, b], quant=quant)
+
+    def binary_const(self, ltype: LayerType, x: Port, c, name: str, *, const_first: bool = False,
+                     channel_axis: int | None = None, quant=None) -> Port:
+        """x (op) c, or c (op) x when const_first, for a float constant c."""
+        c = np.asarray(c, np.float32)
+        shape = np.broadcast_shapes(x.info.shape, c.shape)
+        if shape != x.info.shape and c.size == 1:
+            raise Unsupported("constant operand broadcasts the input to a larger shape")
+        if c.size == 1 or np.all(c == c.reshape(-1)[0]):
+            port = self._scalar_op(ltype, x, float(c.reshape(-1)[0]), name, const_first, quant)
+            if port is not None:
+                return self.reshape(port, shape, f"{name}_bcast") if port.info.shape != shape else port
+        if channel_axis is not None and ltype in (LayerType.Addition, LayerType.Subtraction,
+                                                  LayerType.Multiplication) and shape == x.info.shape:
+            per = _per_channel(c, x.info.rank, channel_axis)
+            if per is not None:
+                one = np.ones_like(per)
+                if ltype == LayerType.Multiplication:
+                    return self.batchnorm(x, per, np.zeros_like(per), channel_axis, name)
+                if ltype == LayerType.Addition:
+                    return self.batchnorm(x, one, per, channel_axis, name)
+                return self.batchnorm(x, -one if const_first else one, per if const_first else -per,
+                                      channel_axis, name)
+        cport = self.constant(x, np.broadcast_to(c, np.broadcast_shapes(c.shape, (1,) * x.info.rank)).copy()
+                              if c.ndim < x.info.rank else c, f"{name}_const")
+        return self.binary(ltype, cport, x, name, quant) if const_first else self.binary(ltype, x, cport, name, quant)
+
+    def _scalar_op(self, ltype, x, c, name, const_first, quant):
+        T = LayerType
+        if ltype == T.Addition:
+            return self.linear(x, 1.0, c, name, quant)
+        if ltype == T.Subtraction:
+            return self.linear(x, -1.0, c, name, quant) if const_first else self.linear(x, 1.0, -c, name, quant)
+        if ltype == T.Multiplication:
+            return self.linear(x, c, 0.0, name, quant)
+        if ltype == T.Division and not const_first and c != 0 and np.frexp(c)[0] in (0.5, -0.5):
+            return self.linear(x, 1.0 / c, 0.0, name, quant)  # power of two: exact
+        if ltype == T.Maximum:
+            return self.clamp(x, c, np.inf, name, quant)
+        if ltype == T.Minimum:
+            return self.clamp(x, -np.inf, c, name, quant)
+        if ltype in (T.Division, T.Equal, T.Greater):
+            if x.info.dtype != DataType.Float32:
+                return None
+            k = self.fill_like(x, c, f"{name}_const")
+            return self.binary(ltype, k, x, name, quant) if const_first else self.binary(ltype, x, k, name, quant)
+        return None
+
+    # -- normalization ------------------------------------------------------
+    def batchnorm(self, x: Port, scale, shift, channel_axis: int, name: str, quant=None) -> Port:
+        """x * scale + shift per channel, as BatchNormalization(mean 0, var 1, eps 0)."""
+        shape, rank = x.info.shape, x.info.rank
+        channel_axis %= rank
+        c = shape[channel_axis]
+        scale = np.broadcast_to(np.asarray(scale, np.float32).reshape(-1), (c,)).copy()
+        shift = np.broadcast_to(np.asarray(shift, np.float32).reshape(-1), (c,)).copy()
+        if rank == 4 and channel_axis in (1, 3):
+            y, layout = x, DataLayout.NCHW if channel_axis == 1 else DataLayout.NHWC
+        else:  # fold the other axes so the channel is axis 1 of a 4-D NCHW tensor
+            before = int(np.prod(shape[:channel_axis], dtype=np.int64))
+            after = int(np.prod(shape[channel_axis + 1:], dtype=np.int64))
+            y, layout = self.reshape(x, (before, c, after, 1), f"{name}_4d"), DataLayout.NCHW
+        f = lambda v: ConstTensor(v.astype(np.float32))  # noqa: E731
+        out = self.add(LayerType.BatchNormalization, name, [y], D.BatchNormalizationDescriptor(0.0, layout),
+                       tensors={"mean": f(np.zeros(c)), "variance": f(np.ones(c)), "beta": f(shift),
+                                "gamma": f(scale)}, quant=quant)
+        return self.reshape(out, shape, f"{name}_back")
+
+    def mean(self, x: Port, axes, keep_dims: bool, name: str, quant=None) -> Port:
+        axes = tuple(sorted(int(a) % x.info.rank for a in axes))
+        return self.add(LayerType.Mean, name, [x], D.MeanDescriptor(axes, keep_dims), quant=quant)
+
+    def softmax(self, x: Port, axis: int, beta: float, name: str, quant=None) -> Port:
+        rank = x.info.rank
+        axis %= rank
+        if axis == rank - 1:
+            return self.add(LayerType.Softmax, name, [x], D.SoftmaxDescriptor(beta), quant=quant)
+        perm = list(range(rank))
+        perm[axis], perm[-1] = perm[-1], perm[axis]
+        y = self.permute(x, perm, f"{name}_to_last")
+        y = self.add(LayerType.Softmax, name, [y], D.SoftmaxDescriptor(beta), quant=quant)
+        self.report.decomposition("softmax", "Permute the axis last, Softmax, Permute back")
+        return self.permute(y, perm, f"{name}_back")
+
+    # -- matrix and convolution ---------------------------------------------
+    def fully_connected(self, x: Port, weights, bias, name: str, quant=None) -> Port:
+        """y = x2d @ weights.T + bias, weights [O, I]; x is flattened to [x.shape[0], I]."""
+        w = weights if isinstance(weights, ConstTensor) else ConstTensor(np.asarray(weights, np.float32))
+        b = None if bias is None else bias if isinstance(bias, ConstTensor) else \
+            ConstTensor(np.asarray(bias, np.float32))
+        return self.add(LayerType.FullyConnected, name, [x], D.FullyConnectedDescriptor(b is not None, True),
+                        tensors={"weights": w, "biases": b}, quant=quant)
+
+    def conv2d(self, x: Port, w_oihw, bias, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
+               dilations=(1, 1), groups: int = 1, layout: DataLayout = DataLayout.NCHW,
+               quant=None, weight_info=None) -> Port:
+        """2-D convolution with weights in OIHW order (numpy float32, or uint8
+        with `weight_info` for quantized weights); bias float32 (or a Signed32
+        ConstTensor). pads = (top, left, bottom, right).
+
+        Arm NN reads the descriptor slots of biasEnabled/dataLayout in this
+        schema as dilations, so the convolution itself is always NCHW without
+        bias: an NHWC input is permuted around it (the layout pass cancels
+        these Permutes) and the bias is a following BatchNormalization."""
+        if layout == DataLayout.NHWC:
+            y = self.permute(x, (0, 3, 1, 2), f"{name}_to_nchw")
+            y = self.conv2d(y, w_oihw, bias, name, strides=strides, pads=pads, dilations=dilations,
+                            groups=groups, quant=quant, weight_info=weight_info)
+            return self.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
+        w = np.asarray(w_oihw)
+        if tuple(dilations) != (1, 1):
+            y = self._dilated_conv(x, w, name, strides, pads, dilations, groups, quant, weight_info)
+        else:
+            y = self._conv_nchw(x, w, name, strides, pads, groups, quant, weight_info)
+        if bias is None:
+            return y
+        if isinstance(bias, ConstTensor):
+            bias = bias.data.astype(np.float64) * bias.info.scale if bias.info.dtype == DataType.Signed32 \
+                else bias.data
+        self.report.decomposition("convolution bias", "a BatchNormalization (mean 0, variance 1, gamma 1) "
+                                  "after the convolution")
+        return self.batchnorm(y, np.ones(w.shape[0]), np.asarray(bias, np.float32), 1, f"{name}_bias", quant=quant)
+
+    def _conv_nchw(self, x, w, name, strides, pads, groups, quant, weight_info) -> Port:
+        cin, cout = x.info.shape[1], w.shape[0]
+        desc = dict(pad_left=pads[1], pad_right=pads[3], pad_top=pads[0], pad_bottom=pads[2],
+                    stride_x=strides[1], stride_y=strides[0])
+
+        def tensor(arr):
+            if weight_info is None:
+                return ConstTensor(np.ascontiguousarray(arr, np.float32))
+            return ConstTensor(np.ascontiguousarray(arr), weight_info.with_shape(arr.shape))
+
+        if groups == 1:
+            return self.add(LayerType.Convolution2d, name, [x], D.Convolution2dDescriptor(**desc),
+                            tensors={"weights": tensor(w)}, quant=quant)
+        if groups == cin and cout % cin == 0 and w.shape[1] == 1:
+            m = cout // cin  # output channel c*M + m -> weights [M, C, kH, kW]
+            arr = w.reshape(cin, m, *w.shape[2:]).transpose(1, 0, 2, 3)
+            return self.add(LayerType.DepthwiseConvolution2d, name, [x],
+                            D.DepthwiseConvolution2dDescriptor(**desc), tensors={"weights": tensor(arr)}, quant=quant)
+        # general groups: one convolution per group, joined on the channel axis
+        self.report.decomposition("grouped convolution", "StridedSlice per group, Convolution2d, Merger")
+        gi, go = cin // groups, cout // groups
+        outs = [self._conv_nchw(self.take(x, 1, k * gi, (k + 1) * gi, f"{name}_in{k}"), w[k * go:(k + 1) * go],
+                                f"{name}_g{k}", strides, pads, 1, quant, weight_info) for k in range(groups)]
+        return self.concat(outs, 1, name, quant=quant)
+
+    def _dilated_conv(self, x, w, name, strides, pads, dilations, groups, quant, weight_info):
+        """SpaceToBatchNd -> convolution -> BatchToSpaceNd (as TensorFlow does);
+        a stride is applied afterwards by a StridedSlice, which is exact."""
+        self.report.decomposition("dilated convolution", "SpaceToBatchNd, convolution, BatchToSpaceNd")
+        dy, dx = dilations
+        h, wd = x.info.shape[2], x.info.shape[3]
+        kh, kw = w.shape[2], w.shape[3]
+        pt, pl, pb, pr = pads
+        if (h + pt + pb - dy * (kh - 1)) <= 0 or (wd + pl + pr - dx * (kw - 1)) <= 0:
+            raise Unsupported("dilated kernel larger than the padded input")
+        eh, ew = (-(h + pt + pb)) % dy, (-(wd + pl + pr)) % dx
+        layout = DataLayout.NCHW
+        s2b = self.add(LayerType.SpaceToBatchNd, f"{name}_s2b", [x],
+                       D.SpaceToBatchNdDescriptor((dy, dx), (pt, pb + eh, pl, pr + ew), layout))
+        y = self._conv_nchw(s2b, w, f"{name}_conv", (1, 1), (0, 0, 0, 0), groups, quant, weight_info)
+        y = self.add(LayerType.BatchToSpaceNd, f"{name}_b2s", [y],
+                     D.BatchToSpaceNdDescriptor((dy, dx), (0, eh, 0, ew), layout))
+        if tuple(strides) != (1, 1):
+            y = self.slice(y, [None] * 4, [None] * 4, [1, 1, strides[0], strides[1]], f"{name}_stride")
+        return y
+
+    def pool2d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
+               layout: DataLayout = DataLayout.NCHW, ceil: bool = False, exclude_pad: bool = True,
+               quant=None) -> Port:
+        """pads = (top, left, bottom, right); exclude_pad: padding not counted in averages."""
+        d = D.Pooling2dDescriptor(algo, pads[1], pads[3], pads[0], pads[2], kernel[1], kernel[0],
+                                  strides[1], strides[0],
+                                  D.OutputShapeRounding.Ceiling if ceil else D.OutputShapeRounding.Floor,
+                                  D.PaddingMethod.Exclude if exclude_pad else D.PaddingMethod.IgnoreValue,
+                                  layout)
+        return self.add(LayerType.Pooling2d, name, [x], d, quant=quant)
+
+
+def _per_channel(c: np.ndarray, rank: int, axis: int):
+    """c's values per channel if c varies only along `axis` of a rank-`rank` tensor."""
+    axis %= rank
+    full = c.reshape((1,) * (rank - c.ndim) + c.shape) if c.ndim <= rank else None
+    if full is None:
+        return None
+    if any(n != 1 for i, n in enumerate(full.shape) if i != axis):
+        return None
+    return full.reshape(-1)

@@ -1,0 +1,35 @@
+"""The IR pass pipeline: one ordered list, each pass followed by verify().
+
+Every pass takes (graph, report) and returns how many layers it changed.
+"""
+from __future__ import annotations
+
+from ..ir.graph import Graph
+from ..report import Report
+from .cleanup import (fold_batchnorm_into_conv, fold_constants, merge_permutes, merge_reshapes,
+                      remove_dead_layers, remove_identities)
+
+PIPELINE = (
+    ("fold_constants", fold_constants),
+    ("remove_identities", remove_identities),
+    ("merge_permutes", merge_permutes),
+    ("merge_reshapes", merge_reshapes),
+    ("fold_batchnorm", fold_batchnorm_into_conv),
+    ("remove_dead_layers", remove_dead_layers),
+)
+
+
+def run_pipeline(graph: Graph, report: Report | None = None, passes=PIPELINE) -> Graph:
+    from ..ir.verify import verify
+
+    report = report or Report()
+    graph.toposort()
+    verify(graph)
+    for name, fn in passes:
+        with report.phase(f"pass:{name}"):
+            changed = fn(graph, report)
+            graph.toposort()
+            verify(graph)
+        if changed:
+            report.passes[name] = report.passes.get(name, 0) + changed
+    return graph

@@ -1,0 +1,152 @@
+"""Layout-independent clean-up passes."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.descriptors import PermuteDescriptor
+from ..ir.graph import Graph, Layer
+from ..ir.types import ActivationFunction, ConstTensor, DataType, LayerType
+from ..report import Report
+
+
+def _single_consumer(graph: Graph, layer: Layer) -> bool:
+    return len(graph.consumers()[id(layer)]) == 1
+
+
+def _bypass(graph: Graph, layer: Layer) -> bool:
+    """Route `layer`'s consumers to its input; False where that would wire an
+    Input layer straight to an Output layer (kept: Arm NN wants a layer between)."""
+    src = layer.inputs[0]
+    users = graph.consumers()[id(layer)]
+    if src.layer.type == LayerType.Input and any(u.type == LayerType.Output for u, _ in users):
+        return False
+    graph.replace_uses(layer.out(), src)
+    graph.remove([layer])
+    return True
+
+
+def _is_identity(layer: Layer) -> bool:
+    t, d = layer.type, layer.desc
+    if len(layer.inputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
+        return False
+    if t in (LayerType.Reshape, LayerType.Pad):
+        return True  # same TensorInfo in and out
+    if t == LayerType.Permute:
+        return list(d.dim_mappings) == sorted(d.dim_mappings)
+    if t == LayerType.StridedSlice:
+        return all(s == 1 for s in d.stride) and not d.shrink_axis_mask
+    if t == LayerType.Merger:
+        return True
+    if t == LayerType.Activation and layer.outputs[0].dtype in (DataType.Float32, DataType.Float16):
+        return d.function == ActivationFunction.Linear and d.a == 1.0 and d.b == 0.0
+    return False
+
+
+def remove_identities(graph: Graph, report: Report) -> int:
+    return sum(_bypass(graph, l) for l in list(graph.layers) if _is_identity(l))
+
+
+def remove_dead_layers(graph: Graph, report: Report) -> int:
+    """Drop layers whose results reach no Output (Input layers stay: they are the bindings)."""
+    live: set[int] = set()
+    stack = [l for l in graph.layers if l.type == LayerType.Output]
+    while stack:
+        l = stack.pop()
+        if id(l) in live:
+            continue
+        live.add(id(l))
+        stack.extend(p.layer for p in l.inputs)
+    dead = [l for l in graph.layers if id(l) not in live and l.type != LayerType.Input]
+    graph.remove(dead)
+    return len(dead)
+
+
+def fold_constants(graph: Graph, report: Report) -> int:
+    """Evaluate layers whose inputs are all Constant layers (numpy executor)."""
+    from ..executor import evaluate
+
+    n = 0
+    for layer in list(graph.layers):
+        if not layer.inputs or layer.type == LayerType.Output:
+            continue
+        if not all(p.layer.type == LayerType.Constant for p in layer.inputs):
+            continue
+        values = evaluate(layer, [p.layer.tensors["input"].data for p in layer.inputs])
+        const = graph.add(LayerType.Constant, layer.name + "_folded",
+                          tensors={"input": ConstTensor(values[0].astype(layer.outputs[0].dtype.np_dtype),
+                                                        layer.outputs[0])})
+        graph.replace_uses(layer.out(), const.out())
+        graph.remove([layer])
+        report.folded.append(layer.name)
+        n += 1
+    if n:
+        remove_dead_layers(graph, report)
+    return n
+
+
+def merge_permutes(graph: Graph, report: Report) -> int:
+    """Permute(a) -> Permute(b) becomes one Permute (or nothing, if they cancel)."""
+    n = 0
+    for layer in list(graph.layers):
+        src = layer.inputs[0].layer if layer.inputs else None
+        if layer.type != LayerType.Permute or src is None or src.type != LayerType.Permute:
+            continue
+        if not _single_consumer(graph, src):
+            continue
+        a, b = src.desc.dim_mappings, layer.desc.dim_mappings
+        layer.desc = PermuteDescriptor(tuple(b[a[i]] for i in range(len(a))))
+        layer.inputs = [src.inputs[0]]
+        graph.remove([src])
+        n += 1
+        if _is_identity(layer):
+            _bypass(graph, layer)
+    return n
+
+
+def merge_reshapes(graph: Graph, report: Report) -> int:
+    """Reshape -> Reshape becomes one Reshape."""
+    n = 0
+    for layer in list(graph.layers):
+        src = layer.inputs[0].layer if layer.inputs else None
+        if layer.type != LayerType.Reshape or src is None or src.type != LayerType.Reshape:
+            continue
+        if not _single_consumer(graph, src):
+            continue
+        layer.inputs = [src.inputs[0]]
+        graph.remove([src])
+        n += 1
+        if _is_identity(layer):
+            _bypass(graph, layer)
+    return n
+
+
+def fold_batchnorm_into_conv(graph: Graph, report: Report) -> int:
+    """Conv/DepthwiseConv -> BatchNorm (float) becomes one conv with scaled
+    weights and a bias."""
+    n = 0
+    for bn in list(graph.layers):
+        if bn.type != LayerType.BatchNormalization or bn.outputs[0].dtype != DataType.Float32:
+            continue
+        conv = bn.inputs[0].layer
+        if conv.type not in (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d):
+            continue
+        if conv.desc.data_layout != bn.desc.data_layout or not _single_consumer(graph, conv):
+            continue
+        t = {k: v.data.astype(np.float64) for k, v in bn.tensors.items()}
+        scale = t["gamma"] / np.sqrt(t["variance"] + np.float64(bn.desc.eps))
+        shift = t["beta"] - t["mean"] * scale
+        w = conv.tensors["weights"].data.astype(np.float64)
+        if conv.type == LayerType.DepthwiseConvolution2d:  # [M, C, kh, kw], out channel c*M + m
+            m, c = w.shape[:2]
+            w = w * scale.reshape(c, m).T[:, :, None, None]
+        else:  # output channels lead in both layouts
+            w = w * scale.reshape(-1, *([1] * (w.ndim - 1)))
+        bias = conv.tensors["biases"].data.astype(np.float64) if "biases" in conv.tensors else 0.0
+        conv.tensors["weights"] = ConstTensor(w.astype(np.float32), conv.tensors["weights"].info)
+        conv.tensors["biases"] = ConstTensor((bias * scale + shift).astype(np.float32))
+        conv.desc.bias_enabled = True
+        graph.replace_uses(bn.out(), conv.out())
+        graph.remove([bn])
+        n += 1
+    return n
+

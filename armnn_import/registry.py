@@ -1,0 +1,64 @@
+"""Operator registries: one small converter function per operator, keyed by
+op name and version range (opset for ONNX, operator version for TFLite).
+
+    ONNX = OpRegistry("onnx")
+
+    @ONNX.register("Relu", since=6, layers=("Activation",))
+    def relu(ctx, node): ...
+
+`lookup(op, version)` picks the entry with the largest `since` <= version,
+as tf2onnx and TVM do; the catalogue (`armnn-import ops`) reads `entries()`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class OpEntry:
+    op: str
+    since: int
+    until: int | None          # inclusive upper bound, None = open
+    fn: Callable
+    layers: tuple[str, ...]    # Arm NN layer types it becomes (for the catalogue)
+    check: Callable | None = None  # pre-scan: (node, ctx) -> reason string or None
+    notes: str = ""
+
+    def covers(self, version: int) -> bool:
+        return self.since <= version and (self.until is None or version <= self.until)
+
+    @property
+    def version_range(self) -> str:
+        return f"{self.since}+" if self.until is None else f"{self.since}-{self.until}"
+
+
+@dataclass
+class OpRegistry:
+    name: str
+    _entries: dict[str, list[OpEntry]] = field(default_factory=dict)
+
+    def register(self, *ops: str, since: int = 1, until: int | None = None,
+                 layers: tuple[str, ...] = (), check: Callable | None = None, notes: str = ""):
+        def deco(fn):
+            for op in ops:
+                entry = OpEntry(op, since, until, fn, tuple(layers), check, notes)
+                lst = self._entries.setdefault(op, [])
+                if any(e.since == since for e in lst):
+                    raise ValueError(f"{self.name}: {op} since {since} registered twice")
+                lst.append(entry)
+                lst.sort(key=lambda e: e.since)
+            return fn
+        return deco
+
+    def lookup(self, op: str, version: int) -> OpEntry | None:
+        for e in reversed(self._entries.get(op, [])):
+            if e.covers(version):
+                return e
+        return None
+
+    def ops(self) -> list[str]:
+        return sorted(self._entries)
+
+    def entries(self) -> list[OpEntry]:
+        return [e for op in sorted(self._entries) for e in self._entries[op]]
