@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.descriptors import PermuteDescriptor
 from ..ir.graph import Graph, Layer
-from ..ir.types import ActivationFunction, ConstTensor, DataType, LayerType
+from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, LayerType
 from ..report import Report
 
 
@@ -120,33 +120,64 @@ def merge_reshapes(graph: Graph, report: Report) -> int:
     return n
 
 
-def fold_batchnorm_into_conv(graph: Graph, report: Report) -> int:
-    """Conv/DepthwiseConv -> BatchNorm (float) becomes one conv with scaled
-    weights and a bias."""
+def _affine(bn: Layer) -> tuple[np.ndarray, np.ndarray]:
+    """BatchNormalization as y = a*x + b per channel (float64)."""
+    t = {k: v.data.astype(np.float64) for k, v in bn.tensors.items()}
+    a = t["gamma"] / np.sqrt(t["variance"] + np.float64(bn.desc.eps))
+    return a, t["beta"] - t["mean"] * a
+
+
+def _set_affine(bn: Layer, a, b) -> None:
+    f = lambda v: ConstTensor(np.asarray(v, np.float32))  # noqa: E731
+    bn.tensors = {"mean": f(np.zeros_like(a)), "variance": f(np.ones_like(a)), "beta": f(b), "gamma": f(a)}
+    bn.desc.eps = 0.0
+
+
+def _float_bn(layer: Layer) -> bool:
+    return layer.type == LayerType.BatchNormalization and layer.outputs[0].dtype == DataType.Float32
+
+
+def merge_batchnorms(graph: Graph, report: Report) -> int:
+    """BatchNormalization -> BatchNormalization on the same channels becomes one."""
     n = 0
     for bn in list(graph.layers):
-        if bn.type != LayerType.BatchNormalization or bn.outputs[0].dtype != DataType.Float32:
+        src = bn.inputs[0].layer if bn.inputs else None
+        if not (_float_bn(bn) and src is not None and _float_bn(src)):
+            continue
+        if src.desc.data_layout != bn.desc.data_layout or not _single_consumer(graph, src):
+            continue
+        a1, b1 = _affine(src)
+        a2, b2 = _affine(bn)
+        _set_affine(bn, a1 * a2, b1 * a2 + b2)
+        bn.inputs = [src.inputs[0]]
+        graph.remove([src])
+        n += 1
+    return n
+
+
+def fold_batchnorm_into_conv(graph: Graph, report: Report) -> int:
+    """Conv -> BatchNormalization (float, NCHW): the scale moves into the
+    weights, leaving the BatchNormalization a pure per-channel shift (the
+    convolution's bias, which this format can only carry in a separate layer)."""
+    n = 0
+    for bn in list(graph.layers):
+        if not _float_bn(bn) or bn.desc.data_layout != DataLayout.NCHW:
             continue
         conv = bn.inputs[0].layer
         if conv.type not in (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d):
             continue
-        if conv.desc.data_layout != bn.desc.data_layout or not _single_consumer(graph, conv):
+        if conv.outputs[0].dtype != DataType.Float32 or not _single_consumer(graph, conv):
             continue
-        t = {k: v.data.astype(np.float64) for k, v in bn.tensors.items()}
-        scale = t["gamma"] / np.sqrt(t["variance"] + np.float64(bn.desc.eps))
-        shift = t["beta"] - t["mean"] * scale
+        a, b = _affine(bn)
+        if np.all(a == 1.0):
+            continue
         w = conv.tensors["weights"].data.astype(np.float64)
         if conv.type == LayerType.DepthwiseConvolution2d:  # [M, C, kh, kw], out channel c*M + m
             m, c = w.shape[:2]
-            w = w * scale.reshape(c, m).T[:, :, None, None]
-        else:  # output channels lead in both layouts
-            w = w * scale.reshape(-1, *([1] * (w.ndim - 1)))
-        bias = conv.tensors["biases"].data.astype(np.float64) if "biases" in conv.tensors else 0.0
+            w = w * a.reshape(c, m).T[:, :, None, None]
+        else:  # [O, I, kh, kw]
+            w = w * a.reshape(-1, 1, 1, 1)
         conv.tensors["weights"] = ConstTensor(w.astype(np.float32), conv.tensors["weights"].info)
-        conv.tensors["biases"] = ConstTensor((bias * scale + shift).astype(np.float32))
-        conv.desc.bias_enabled = True
-        graph.replace_uses(bn.out(), conv.out())
-        graph.remove([bn])
+        _set_affine(bn, np.ones_like(a), b)
         n += 1
     return n
-

@@ -1,7 +1,7 @@
 // armnn-run: load a serialized Arm NN (.armnn) network with Arm NN 20.08's own
 // deserializer, run it on the CpuRef backend and write its outputs as .npy files.
 //
-// Usage: armnn-run [--repeat N] [--layers] [--dot FILE] MODEL.armnn OUTDIR [IN0.npy IN1.npy ...]
+// Usage: armnn-run [--repeat N] [--layers] [--graph-order] [--dot FILE] MODEL.armnn OUTDIR [IN0.npy ...]
 //
 // Exit codes:
 //   0  success
@@ -16,7 +16,13 @@
 // smallest LayerBindingId. For files whose Input/Output binding ids are 0..n-1 this is
 // "input i <-> binding id i". Binding ids are discovered by visiting the deserialized
 // INetwork (ILayerVisitor::VisitInputLayer / VisitOutputLayer), so layer names do not matter.
+// With --graph-order, inputs/outputs follow SerializedGraph.inputIds/outputIds instead (useful for
+// files written by Arm NN's own serializer, whose binding ids are e.g. TfLite tensor indices).
 // Tensor infos come from the loaded runtime (IRuntime::GetInputTensorInfo/GetOutputTensorInfo).
+//
+// Options: --repeat N   run N inferences, print "time_ms=<mean ms per inference>" on stdout
+//          --layers     print one line per serialized layer, then one per input/output binding
+//          --dot FILE   write the optimized graph (IOptimizedNetwork::SerializeToDot) to FILE
 
 #include <armnn/ArmNN.hpp>
 #include <armnn/INetwork.hpp>
@@ -88,6 +94,12 @@ std::string OneLine(std::string s)
 volatile sig_atomic_t g_StageCode = kLoadError;
 const char* volatile g_StageName = "deserialize";
 
+void WriteStderr(const char* s)
+{
+    ssize_t ignored = write(STDERR_FILENO, s, std::strlen(s));
+    (void)ignored;
+}
+
 void OnFatalSignal(int sig)
 {
     const char* what = sig == SIGABRT ? "SIGABRT" : sig == SIGSEGV ? "SIGSEGV" : sig == SIGFPE ? "SIGFPE"
@@ -96,8 +108,7 @@ void OnFatalSignal(int sig)
     int n = snprintf(buf, sizeof(buf), "armnn-run: error: fatal signal %s during %s\n", what, g_StageName);
     if (n > 0)
     {
-        ssize_t ignored = write(STDERR_FILENO, buf, static_cast<size_t>(n));
-        (void)ignored;
+        WriteStderr(buf);
     }
     _exit(g_StageCode);
 }
@@ -353,6 +364,41 @@ std::string TensorInfoStr(const armnn::TensorInfo& info)
            ShapeStr(ShapeOf(info));
 }
 
+// Binding ids in the order of SerializedGraph.inputIds / outputIds (--graph-order).
+// bindingIdsScheme 0 (no featureVersions, as in the older schema): the ids are layer `index` values;
+// bindingIdsScheme 1 (what Arm NN 20.08's own serializer writes): the ids are the binding ids.
+void GraphOrderBindings(const std::vector<uint8_t>& model, std::vector<armnn::LayerBindingId>& inputs,
+                        std::vector<armnn::LayerBindingId>& outputs)
+{
+    using armnnDeserializer::Deserializer;
+    auto graph = Deserializer::LoadGraphFromBinary(model.data(), model.size());
+    unsigned int scheme = graph->featureVersions() ? graph->featureVersions()->bindingIdsScheme() : 0;
+    auto resolve = [&](int id) -> armnn::LayerBindingId {
+        if (scheme != 0)
+        {
+            return id;
+        }
+        for (unsigned int i = 0; graph->layers() && i < graph->layers()->size(); ++i)
+        {
+            if (Deserializer::GetBaseLayer(graph, i)->index() == static_cast<unsigned int>(id))
+            {
+                return Deserializer::GetBindingLayerInfo(graph, i);
+            }
+        }
+        throw armnn::ParseException("graph input/output id " + std::to_string(id) + " names no layer");
+    };
+    inputs.clear();
+    outputs.clear();
+    for (unsigned int i = 0; graph->inputIds() && i < graph->inputIds()->size(); ++i)
+    {
+        inputs.push_back(resolve(graph->inputIds()->Get(i)));
+    }
+    for (unsigned int i = 0; graph->outputIds() && i < graph->outputIds()->size(); ++i)
+    {
+        outputs.push_back(resolve(graph->outputIds()->Get(i)));
+    }
+}
+
 void PrintLayers(const std::vector<uint8_t>& model)
 {
     using armnnDeserializer::Deserializer;
@@ -411,16 +457,15 @@ void PrintLayers(const std::vector<uint8_t>& model)
     }
 }
 
-void Usage()
-{
-    std::cerr << "usage: armnn-run [--repeat N] [--layers] [--dot FILE] MODEL.armnn OUTDIR [IN0.npy IN1.npy ...]\n";
-}
+const char* const kUsage =
+    "usage: armnn-run [--repeat N] [--layers] [--graph-order] [--dot FILE] MODEL.armnn OUTDIR [IN0.npy ...]";
 
 int Run(int argc, char** argv)
 {
     int repeat = 1;
     bool timing = false;
     bool layers = false;
+    bool graphOrder = false;
     std::string dotPath;
     std::vector<std::string> positional;
     for (int i = 1; i < argc; ++i)
@@ -445,6 +490,10 @@ int Run(int argc, char** argv)
         {
             layers = true;
         }
+        else if (a == "--graph-order")
+        {
+            graphOrder = true;
+        }
         else if (a == "--dot")
         {
             if (i + 1 >= argc)
@@ -455,7 +504,7 @@ int Run(int argc, char** argv)
         }
         else if (a == "-h" || a == "--help")
         {
-            Usage();
+            std::cerr << kUsage << "\n";
             std::exit(kUsageError);
         }
         else if (a == "--")
@@ -476,8 +525,7 @@ int Run(int argc, char** argv)
     }
     if (positional.size() < 2)
     {
-        Usage();
-        Fail(kUsageError, "expected MODEL.armnn OUTDIR [IN0.npy ...]");
+        Fail(kUsageError, std::string("expected MODEL.armnn OUTDIR [IN0.npy ...]; ") + kUsage);
     }
     const std::string modelPath = positional[0];
     const std::string outDir = positional[1];
@@ -549,6 +597,29 @@ int Run(int argc, char** argv)
     network->Accept(bindings);
     std::sort(bindings.inputs.begin(), bindings.inputs.end());
     std::sort(bindings.outputs.begin(), bindings.outputs.end());
+    if (graphOrder)
+    {
+        std::vector<armnn::LayerBindingId> ins;
+        std::vector<armnn::LayerBindingId> outs;
+        try
+        {
+            GraphOrderBindings(model, ins, outs);
+        }
+        catch (const std::exception& e)
+        {
+            Fail(kLoadError, std::string("cannot read graph input/output ids: ") + e.what());
+        }
+        auto sortedIns = ins;
+        auto sortedOuts = outs;
+        std::sort(sortedIns.begin(), sortedIns.end());
+        std::sort(sortedOuts.begin(), sortedOuts.end());
+        if (sortedIns != bindings.inputs || sortedOuts != bindings.outputs)
+        {
+            Fail(kLoadError, "SerializedGraph inputIds/outputIds do not match the network's Input/Output layers");
+        }
+        bindings.inputs = ins;
+        bindings.outputs = outs;
+    }
 
     // ---- optimize + load
     SetStage("optimize", kLoadError);
@@ -603,6 +674,20 @@ int Run(int argc, char** argv)
     catch (const std::exception& e)
     {
         Fail(kLoadError, std::string("LoadNetwork failed: ") + e.what());
+    }
+
+    if (layers)
+    {
+        for (size_t i = 0; i < bindings.inputs.size(); ++i)
+        {
+            std::cout << "input " << i << " binding=" << bindings.inputs[i] << " "
+                      << TensorInfoStr(runtime->GetInputTensorInfo(netId, bindings.inputs[i])) << "\n";
+        }
+        for (size_t i = 0; i < bindings.outputs.size(); ++i)
+        {
+            std::cout << "output " << i << " binding=" << bindings.outputs[i] << " "
+                      << TensorInfoStr(runtime->GetOutputTensorInfo(netId, bindings.outputs[i])) << "\n";
+        }
     }
 
     // ---- bind inputs
@@ -705,6 +790,20 @@ int Run(int argc, char** argv)
 }
 
 } // namespace
+
+// assert() inside the compiled deserializer / flatbuffers headers (we build without NDEBUG so that
+// out-of-range reads abort instead of reading garbage) ends up here: report it as one line and
+// exit with the code of the current stage instead of glibc's message + SIGABRT.
+extern "C" void __assert_fail(const char* assertion, const char* file, unsigned int line,
+                              const char* function) __THROW
+{
+    (void)function;
+    char buf[768];
+    snprintf(buf, sizeof(buf), "armnn-run: error: assertion failed during %s: %s (%s:%u)\n", g_StageName,
+             assertion, file, line);
+    WriteStderr(buf);
+    _exit(g_StageCode);
+}
 
 int main(int argc, char** argv)
 {
