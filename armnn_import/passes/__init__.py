@@ -6,14 +6,17 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from ..report import Report
-from .cleanup import (fold_batchnorm_into_conv, fold_constants, merge_permutes, merge_reshapes,
-                      remove_dead_layers, remove_identities)
+from .cleanup import (fold_batchnorm_into_conv, fold_constants, merge_batchnorms, merge_permutes,
+                      merge_reshapes, remove_dead_layers, remove_identities)
+from .layout import sink_permutes
 
 PIPELINE = (
     ("fold_constants", fold_constants),
     ("remove_identities", remove_identities),
     ("merge_permutes", merge_permutes),
     ("merge_reshapes", merge_reshapes),
+    ("sink_permutes", sink_permutes),
+    ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),
     ("remove_dead_layers", remove_dead_layers),
 )

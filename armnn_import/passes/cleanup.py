@@ -27,7 +27,7 @@ def _bypass(graph: Graph, layer: Layer) -> bool:
 
 def _is_identity(layer: Layer) -> bool:
     t, d = layer.type, layer.desc
-    if len(layer.inputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
+    if len(layer.inputs) != 1 or len(layer.outputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
         return False
     if t in (LayerType.Reshape, LayerType.Pad):
         return True  # same TensorInfo in and out
