@@ -35,6 +35,13 @@ def _to_nchw(x, layout):
     return x if layout == DataLayout.NCHW else x.transpose(0, 3, 1, 2)
 
 
+def _input_nchw(layer, ins, infos):
+    """The decoded 4-D input of a layer with a data_layout, as NCHW."""
+    if ins[0].ndim != 4:
+        raise ExecutionError(f"{layer.name}: {layer.type.name} needs a 4-D input, got {ins[0].shape}")
+    return _to_nchw(decode(ins[0], infos[0]), layer.desc.data_layout)
+
+
 def _from_nchw(x, layout):
     return x if layout == DataLayout.NCHW else x.transpose(0, 2, 3, 1)
 
@@ -84,6 +91,9 @@ def strided_slice(layer, ins, infos):
         raise ExecutionError(f"{layer.name}: Arm NN's StridedSlice handles at most 4 dimensions, got {x.ndim}")
     index = []
     for axis in range(x.ndim):
+        if d.shrink_axis_mask & (1 << axis) and (d.stride[axis] < 0 or abs(d.begin[axis] - d.end[axis]) > 1):
+            # StridedSliceLayer::InferOutputShapes refuses these
+            raise ExecutionError(f"{layer.name}: a shrunk axis needs a positive stride and |begin - end| <= 1")
         start, stop, _ = strided_slice_range(d, x.shape, axis)
         index.append(np.arange(start, stop, d.stride[axis]))
     out = x[np.ix_(*index)] if index else x
@@ -196,8 +206,6 @@ def _activation(x, fn, a, b):
         return np.where(x > 0, x, F32(0))                  # std::max(0.f, in)
     if fn == ActivationFunction.BoundedReLu:
         return _cpp_min(np.full_like(x, A), _cpp_max(np.full_like(x, B), x))  # min(a, max(b, in))
-    if fn == ActivationFunction.SoftReLu:
-        return np.log(F32(1) + np.exp(x))
     if fn == ActivationFunction.LeakyReLu:
         return np.where(x > 0, x, x * A)
     if fn == ActivationFunction.Abs:
@@ -214,6 +222,9 @@ def _activation(x, fn, a, b):
 @layer_fn(LayerType.Activation)
 def activation(layer, ins, infos):
     d = layer.desc
+    if d.function == ActivationFunction.SoftReLu:
+        # Deserializer.cpp ToActivationFunction has no SoftReLu case and returns Sigmoid.
+        raise ExecutionError(f"{layer.name}: Arm NN 20.08 loads a SoftReLu activation as Sigmoid")
     with np.errstate(all="ignore"):
         y = _activation(decode(ins[0], infos[0]), d.function, d.a, d.b)
     return [encode(y, layer.outputs[0])]
@@ -324,7 +335,7 @@ def batch_normalization(layer, ins, infos):
     with np.errstate(all="ignore"):
         mult = gamma / np.sqrt(var + F32(d.eps))
         add = beta - mult * mean
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     y = mult[None, :, None, None] * x + add[None, :, None, None]
     return [encode(_from_nchw(y, d.data_layout), layer.outputs[0])]
 
@@ -363,7 +374,7 @@ def convolution2d(layer, ins, infos):
     w = _const(layer, "weights")
     if d.data_layout == DataLayout.NHWC:
         w = w.transpose(0, 3, 1, 2)                     # [O, kH, kW, I] -> [O, I, kH, kW]
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     out_shape = _to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape
     o, ci, kh, kw = w.shape
     xp, ys, xs = _conv_input(x, layer, out_shape, kh, kw)
@@ -385,7 +396,7 @@ def depthwise_convolution2d(layer, ins, infos):
     w = _const(layer, "weights")                        # [M, C, kH, kW] in both layouts
     m, c, kh, kw = w.shape
     w = w.transpose(1, 0, 2, 3).reshape(c * m, kh, kw)  # output channel c * M + m
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     x = np.repeat(x, m, axis=1)
     out_shape = _to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape
     xp, ys, xs = _conv_input(x, layer, out_shape, kh, kw)
@@ -427,7 +438,7 @@ def _pool_ranges(size_in, size_out, k, stride, pad_lo, pad_hi):
 @layer_fn(LayerType.Pooling2d)
 def pooling2d(layer, ins, infos):
     d, out_info = layer.desc, layer.outputs[0]
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     _, _, h, w = x.shape
     out_shape = _to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape
     oh, ow = out_shape[2:]
@@ -475,7 +486,7 @@ def resize_bilinear(layer, ins, infos):
     # Resize.cpp with align_corners = half_pixel_centers = false: the output pixel's
     # top-left corner maps to input coordinate out * (in / out).
     d, out_info = layer.desc, layer.outputs[0]
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     _, _, h, w = x.shape
 
     def axis(size_in, size_out):
@@ -503,7 +514,7 @@ def resize_bilinear(layer, ins, infos):
 @layer_fn(LayerType.SpaceToBatchNd)
 def space_to_batch_nd(layer, ins, infos):
     d, out_info = layer.desc, layer.outputs[0]
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     n, c, _, _ = x.shape
     bh, bw = d.block_shape
     on, _, oh, ow = _to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape
@@ -519,7 +530,7 @@ def space_to_batch_nd(layer, ins, infos):
 @layer_fn(LayerType.BatchToSpaceNd)
 def batch_to_space_nd(layer, ins, infos):
     d, out_info = layer.desc, layer.outputs[0]
-    x = _to_nchw(decode(ins[0], infos[0]), d.data_layout)
+    x = _input_nchw(layer, ins, infos)
     n_in, c, h, w = x.shape
     bh, bw = d.block_shape
     on, _, oh, ow = _to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape

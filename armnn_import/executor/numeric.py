@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ExecutionError
 from ..ir.types import DataType, TensorInfo
 
 F32 = np.float32
@@ -55,11 +56,12 @@ def encode(values: np.ndarray, info: TensorInfo) -> np.ndarray:
 
 def quantize(values: np.ndarray, scale: float, offset: int) -> np.ndarray:
     """armnn::Quantize<uint8_t>: clamp(round(value / scale) + offset, 0, 255)."""
+    if np.isnan(values).any():
+        # e.g. an average over an empty pooling window, or sqrt of a negative variance
+        raise ExecutionError("a NaN result cannot be quantized (Arm NN 20.08 aborts on an assertion)")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = round_half_away(values.astype(F32) / F32(scale)) + F32(offset)
-        # NaN never reaches a real model; x86 converts it to 0.
-        q = np.where(np.isnan(q), F32(0), np.clip(q, F32(0), F32(255)))
-    return q.astype(np.uint8)
+    return np.clip(q, F32(0), F32(255)).astype(np.uint8)
 
 
 def to_half(values: np.ndarray) -> np.ndarray:
