@@ -205,7 +205,7 @@ def cmd_convert(args, out: _Out) -> int:
     paths = _output_paths(args.models, args.output)
     code = EXIT_OK
     for model, path in zip(args.models, paths):
-        code = max(code, _run(lambda: _convert_one(model, path, args, out), args, out))
+        code = max(code, _run(lambda: _convert_one(model, path, args, out), args, out, prefix=f"{model}: "))
     return code
 
 
@@ -237,8 +237,9 @@ def cmd_inspect(args, out: _Out) -> int:
 
 # -- errors and main -----------------------------------------------------------
 
-def _run(fn, args, out: _Out) -> int:
-    """Run fn, turning exceptions into one-line messages and exit codes."""
+def _run(fn, args, out: _Out, prefix: str = "") -> int:
+    """Run fn, turning exceptions into one-line messages and exit codes;
+    `prefix` (the model) starts every message that does not name it already."""
     from .errors import ArmnnImportError, OutputError
 
     try:
@@ -248,8 +249,8 @@ def _run(fn, args, out: _Out) -> int:
         if args.debug:
             import traceback
             traceback.print_exc()
-        for line in e.lines():
-            out.error(line)
+        for line in (sub for entry in e.lines() for sub in (str(entry).splitlines() or [""])):
+            out.error(line if line.startswith(prefix) else prefix + line)
         return EXIT_OUTPUT if isinstance(e, OutputError) else EXIT_INPUT
     except UsageError:
         raise
@@ -260,7 +261,7 @@ def _run(fn, args, out: _Out) -> int:
             import traceback
             traceback.print_exc()
         msg = str(e).splitlines()[0] if str(e) else ""
-        out.error(f"internal error: {type(e).__name__}: {msg} -- this is a bug in {PROG}; please report it "
+        out.error(f"{prefix}internal error: {type(e).__name__}: {msg} -- this is a bug in {PROG}; please report it "
                   "with the command line and the model" + ("" if args.debug else " (--debug shows the traceback)"))
         return EXIT_INTERNAL
 

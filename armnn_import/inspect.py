@@ -16,8 +16,9 @@ def _tensor(info: TensorInfo) -> dict:
 
 def describe(graph: Graph, file_size: int | None = None) -> dict:
     """Layers (index, type, name, inputs, output tensor, parameter count),
-    totals, and the network's inputs and outputs. An Output layer's tensor is
-    the one it receives, i.e. the network output."""
+    totals, and the network's inputs and outputs. Every layer type of the
+    schema has at most one output; an Output layer shows the tensor it
+    receives, i.e. the network output."""
     pos = {id(l): i for i, l in enumerate(graph.layers)}
     layers = []
     for i, l in enumerate(graph.layers):
@@ -26,7 +27,6 @@ def describe(graph: Graph, file_size: int | None = None) -> dict:
             "index": i, "type": l.type.name, "name": l.name,
             "inputs": [[pos.get(id(p.layer)), p.slot] for p in l.inputs],
             "output": _tensor(info) if info is not None else None,
-            "extra_outputs": [_tensor(o) for o in l.outputs[1:]],
             "params": l.param_count(),
         })
     by_type: dict[str, int] = {}

@@ -8,8 +8,10 @@ line per problem, each naming the layer.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
+from enum import IntEnum
 
 from ..errors import GraphError
 from .descriptors import BINARY_LAYERS
@@ -109,7 +111,7 @@ def _check_layer(layer) -> list[str]:
     if kind.descriptor is not None and not isinstance(layer.desc, kind.descriptor):
         return [f"descriptor is {type(layer.desc).__name__}, expected {kind.descriptor.__name__}"]
 
-    problems = []
+    problems = _never_written(layer.desc)
     required = [k for k in kind.tensors if k not in kind.optional]
     if getattr(layer.desc, "bias_enabled", False):
         required.append("biases")
@@ -143,6 +145,18 @@ def _check_layer(layer) -> list[str]:
         if got.shape != exp.shape or got.dtype != exp.dtype:
             problems.append(f"output {i} is {got}, but its inputs give {exp.shape} {exp.dtype.name}")
     return problems
+
+
+def _never_written(desc) -> list[str]:
+    # Fields the writer skips (descriptors.py): a non-default value would be lost.
+    if not dataclasses.is_dataclass(desc):
+        return []
+    def show(v):
+        return v.name if isinstance(v, IntEnum) else repr(v)
+    return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is never written (Arm NN 19.02+ "
+            f"reads its slot as a dilation) and must keep its default {show(f.default)}"
+            for f in dataclasses.fields(desc)
+            if f.metadata.get("never_written") and getattr(desc, f.name) != f.default]
 
 
 def _check_quant(info: TensorInfo, what: str) -> list[str]:
@@ -248,6 +262,11 @@ def _strided_slice(layer, ins):
         return [f"begin/end/stride have lengths {lens}; the input {ins[0].shape} needs {rank} each"]
     if 0 in d.stride:
         return [f"stride {d.stride} contains 0"]
+    x, y = ins[0], layer.outputs[0]
+    if x.dtype.is_quantized and y.dtype.is_quantized and (x.scale, x.offset) != (y.scale, y.offset):
+        # StridedSliceQueueDescriptor::Validate: ValidateTensorQuantizationSpace
+        return [f"output quantization ({y.scale:g}, {y.offset}) differs from the input's "
+                f"({x.scale:g}, {x.offset}); Arm NN requires them equal"]
     return []
 
 

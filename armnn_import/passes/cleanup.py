@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ArmnnImportError
 from ..ir.descriptors import PermuteDescriptor
 from ..ir.graph import Graph, Layer
 from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, LayerType
@@ -71,7 +72,10 @@ def fold_constants(graph: Graph, report: Report) -> int:
             continue
         if not all(p.layer.type == LayerType.Constant for p in layer.inputs):
             continue
-        values = evaluate(layer, [p.layer.tensors["input"].data for p in layer.inputs])
+        try:
+            values = evaluate(layer, [p.layer.tensors["input"].data for p in layer.inputs])
+        except ArmnnImportError:  # e.g. a layer the runtime can't run either: leave it
+            continue
         const = graph.add(LayerType.Constant, layer.name + "_folded",
                           tensors={"input": ConstTensor(values[0].astype(layer.outputs[0].dtype.np_dtype),
                                                         layer.outputs[0])})
