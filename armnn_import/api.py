@@ -28,31 +28,38 @@ class ConversionResult:
         write_atomic(path, self.to_bytes())
 
 
-def _pick_frontend(model):
+def _load_frontend(name: str):
     from .frontends import available_frontends
 
-    fronts = {name: ep.load() for name, ep in available_frontends().items()}
+    ep = available_frontends().get(name)
+    if ep is None:
+        raise LoadError(f"no frontend installed for format {name!r}")
+    return ep.load()
+
+
+def _pick_frontend(model):
+    """The frontend for a path, bytes or in-memory model; only that one is loaded."""
+    from .frontends import available_frontends, frontend_for, sniff_format
+
     if isinstance(model, (str, os.PathLike)):
-        try:
-            with open(model, "rb") as f:
-                head = f.read(64)
-        except OSError as e:
-            raise LoadError(f"{model}: cannot read: {e.strerror}") from None
+        fmt = frontend_for(model)
     elif isinstance(model, (bytes, bytearray, memoryview)):
-        head = bytes(model[:64])
+        fmt = sniff_format(bytes(model[:4096]), complete=len(model) <= 4096)
+        if fmt is None:
+            raise LoadError("unrecognised model format (expected ONNX or TFLite bytes)")
     else:
-        for fe in fronts.values():
+        for ep in available_frontends().values():
+            try:
+                fe = ep.load()
+            except Exception:  # noqa: BLE001 - a broken plugin must not break the others
+                continue
             if fe.accepts(model):
                 return fe
         raise LoadError(f"cannot convert a {type(model).__name__}: expected a path, bytes, "
                         "an onnx.ModelProto or a tflite.Model")
-    if head[4:8] == b"ARMN":
+    if fmt == "armnn":
         raise LoadError("the input is already an .armnn file")
-    for fe in fronts.values():
-        if fe.sniff(head):
-            return fe
-    raise LoadError("unrecognised model format (expected ONNX or TFLite)"
-                    + ("" if fronts else "; no frontend is installed"))
+    return _load_frontend(fmt)
 
 
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",

@@ -151,6 +151,7 @@ def _never_written(desc) -> list[str]:
     # Fields the writer skips (descriptors.py): a non-default value would be lost.
     if not dataclasses.is_dataclass(desc):
         return []
+
     def show(v):
         return v.name if isinstance(v, IntEnum) else repr(v)
     return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is never written (Arm NN 19.02+ "

@@ -1,0 +1,156 @@
+"""The .armnn writer and reader: deterministic output, exact round trips, and
+a reader that turns every malformed file into ReadError (never a crash)."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from armnn_import.errors import ReadError
+from armnn_import.ir import (ActivationDescriptor, ActivationFunction, ConstTensor, ConstTensorData,
+                             Convolution2dDescriptor, DataLayout, DataType, FullyConnectedDescriptor,
+                             LayerType, MeanDescriptor, OriginsDescriptor, PadDescriptor, PermuteDescriptor,
+                             Pooling2dDescriptor, PoolingAlgorithm, ReshapeDescriptor, SoftmaxDescriptor,
+                             StridedSliceDescriptor, TensorInfo)
+from armnn_import.ir.descriptors import UNION_ORDER
+from armnn_import.ir.graph import Graph, graph_differences
+from armnn_import.ir.verify import verify
+from armnn_import.serialize import armnn_schema_generated as fb
+from armnn_import.serialize import read, write
+
+
+def rich_graph() -> Graph:
+    """Vector descriptors, nested view origins, constants, quantization, two inputs and outputs."""
+    rng = np.random.default_rng(7)
+    g = Graph()
+    x = g.add_input("image", TensorInfo((1, 3, 8, 6)))
+    conv = g.add(LayerType.Convolution2d, "conv", [x],
+                 Convolution2dDescriptor(pad_left=1, pad_right=1, pad_top=1, pad_bottom=1, stride_x=1,
+                                         stride_y=1),
+                 tensors={"weights": ConstTensor(rng.standard_normal((4, 3, 3, 3), dtype=np.float32))})
+    relu = g.add(LayerType.Activation, "relu6", [conv.out()],
+                 ActivationDescriptor(ActivationFunction.BoundedReLu, a=6.0))
+    nhwc = g.add(LayerType.Permute, "to_nhwc", [relu.out()], PermuteDescriptor((0, 3, 1, 2)))
+    pool = g.add(LayerType.Pooling2d, "pool", [nhwc.out()],
+                 Pooling2dDescriptor(pool_type=PoolingAlgorithm.Average, pool_width=2, pool_height=2,
+                                     stride_x=2, stride_y=2, data_layout=DataLayout.NHWC))
+    padded = g.add(LayerType.Pad, "pad", [pool.out()], PadDescriptor((0, 0, 1, 0, 0, 1, 0, 0)))
+    sliced = g.add(LayerType.StridedSlice, "slice", [padded.out()],
+                   StridedSliceDescriptor(begin=(0, 0, 0, 0), end=(1, 4, 4, 4), stride=(1, 1, 1, 1),
+                                          data_layout=DataLayout.NHWC))
+    merged = g.add(LayerType.Merger, "concat", [sliced.out(), sliced.out()],
+                   OriginsDescriptor(concat_axis=3, num_views=2, num_dimensions=4,
+                                     view_origins=((0, 0, 0, 0), (0, 0, 0, 4))))
+    mean = g.add(LayerType.Mean, "mean", [merged.out()], MeanDescriptor(axis=(1, 2), keep_dims=False))
+    fc = g.add(LayerType.FullyConnected, "fc", [mean.out()],
+               FullyConnectedDescriptor(bias_enabled=True, transpose_weights_matrix=True),
+               tensors={"weights": ConstTensor(rng.standard_normal((5, 8), dtype=np.float32)),
+                        "biases": ConstTensor(rng.standard_normal(5, dtype=np.float32))})
+    sm = g.add(LayerType.Softmax, "softmax", [fc.out()], SoftmaxDescriptor(beta=1.0))
+    g.add_output("probs", sm.out())
+    q = g.add_input("codes", TensorInfo((2, 6), DataType.QuantisedAsymm8, 0.25, 3))
+    r = g.add(LayerType.Reshape, "reshape", [q], ReshapeDescriptor((3, 4)))
+    g.add_output("codes_out", r.out())
+    return g
+
+
+def small_graph() -> Graph:
+    g = Graph()
+    x = g.add_input("x", TensorInfo((1, 1, 4, 4)))
+    c = g.add(LayerType.Convolution2d, "conv", [x], Convolution2dDescriptor(stride_x=1, stride_y=1),
+              tensors={"weights": ConstTensor(np.arange(2, dtype=np.float32).reshape(2, 1, 1, 1))})
+    g.add_output("y", c.out())
+    return g
+
+
+RICH = write(rich_graph())
+SMALL = write(small_graph())
+
+
+def test_test_graphs_are_valid():
+    verify(rich_graph())
+    verify(small_graph())
+
+
+def test_same_ir_gives_identical_bytes():
+    assert write(rich_graph()) == RICH
+    assert RICH[4:8] == b"ARMN"
+
+
+def test_write_read_write_is_identical():
+    g = read(RICH)
+    assert graph_differences(rich_graph(), g) == []
+    assert write(g) == RICH
+
+
+@pytest.mark.parametrize("data, match", [
+    (b"", "only 0 bytes"),
+    (b"ARMN", "only 4 bytes"),
+    (np.random.default_rng(1).bytes(4096), "file identifier"),
+    (b"\x08\x00\x00\x00ARMN" + np.random.default_rng(2).bytes(1016), "."),
+    (b"\xff\xff\xff\x7fARMN" + bytes(24), "."),
+    (b"ir_version: 8\ngraph {\n}\n", "file identifier"),
+], ids=["empty", "short", "random", "random-after-identifier", "root-past-end", "text"])
+def test_reader_rejects_garbage(data, match):
+    with pytest.raises(ReadError, match=match):
+        read(data)
+
+
+def test_reader_rejects_wrong_identifier():
+    data = bytearray(RICH)
+    data[4:8] = b"TFL3"
+    with pytest.raises(ReadError, match="file identifier is b'TFL3', expected b'ARMN'"):
+        read(bytes(data))
+
+
+def test_reader_rejects_every_truncation():
+    for n in range(len(SMALL)):
+        with pytest.raises(ReadError):
+            read(SMALL[:n])
+    assert len(read(SMALL).layers) == 3
+
+
+def test_reader_rejects_layer_type_tag_beyond_schema():
+    layer = fb.SerializedGraph.GetRootAs(RICH, 0).Layers(1)  # the conv layer
+    pos = layer._tab.Pos + layer._tab.Offset(4)  # AnyLayer.layer_type, a ubyte
+    assert RICH[pos] == UNION_ORDER.index("Convolution2dLayer") + 1
+    data = bytearray(RICH)
+    data[pos] = len(UNION_ORDER) + 1
+    with pytest.raises(ReadError, match=f"layer 1: layer type tag {len(UNION_ORDER) + 1} is not in this schema"):
+        read(bytes(data))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(0, len(RICH) * 8 - 1), min_size=1, max_size=8))
+def test_reader_survives_bit_flips(bits):
+    data = bytearray(RICH)
+    for b in bits:
+        data[b // 8] ^= 1 << (b % 8)
+    try:
+        g = read(bytes(data))
+    except ReadError:
+        return
+    # A file that does read must give a connected graph of known layer types.
+    ids = {id(l) for l in g.layers}
+    assert all(id(p.layer) in ids for l in g.layers for p in l.inputs)
+    assert all(isinstance(l.type, LayerType) for l in g.layers)
+
+
+@pytest.mark.parametrize("storage", list(ConstTensorData))
+@pytest.mark.parametrize("values", [
+    np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4),
+    np.arange(8, dtype=np.float16) / 3,
+    np.arange(-4, 4, dtype=np.int32),
+    np.arange(0, 256, 32, dtype=np.uint8),
+], ids=["float32", "float16", "int32", "uint8"])
+def test_const_tensor_storage_kinds_round_trip(storage, values):
+    dtype = DataType.from_numpy(values.dtype)
+    info = TensorInfo(values.shape, dtype, 0.5 if dtype.is_quantized else 1.0, 7 if dtype.is_quantized else 0)
+    g = Graph()
+    c = g.add(LayerType.Constant, "const", [], tensors={"input": ConstTensor(values, info, storage)})
+    g.add_output("out", c.out())
+    data = write(g)
+    back = read(data).layers[0].tensors["input"]
+    assert back.storage == storage
+    assert back.info == info
+    assert back.data.dtype == values.dtype and back.data.tobytes() == values.tobytes()
+    assert write(read(data)) == data
