@@ -13,6 +13,9 @@ use_python
 log "installing armnn-import with the test extra into $("$PY" -c 'import sys; print(sys.prefix)')"
 pip_install -e '.[test]'
 
+log "installing Chromium for the Netron test"
+apt_install chromium
+
 log "building the Arm NN 20.08 harness (cached after the first run)"
 if ! bash tests/armnn_runtime/build.sh >/dev/null; then
     if [ "${CI:-}" = true ]; then
