@@ -680,8 +680,8 @@ for _n, _make, _shape, _note in [
         ("mobilenet_v1_025", keras_app("MobileNet", alpha=0.25), (64, 80, 3),
          "keras.applications.MobileNet(alpha=0.25), 10 classes"),
         ("efficientnet_mini", efficientnet_mini, (64, 72, 3),
-         "Keras EfficientNet builder, width 0.5, depth 0.5 (B0 is width/depth 1.0), 10 classes, "
-         "with its Rescaling+Normalization preprocessing"),
+         "Keras EfficientNet builder, width 0.5, depth 0.5 (B0 is width/depth 1.0), 10 classes; "
+         "its Rescaling+Normalization layers are folded into the stem conv by the converter"),
         ("resnet_mini", resnet_mini, (64, 56, 3), resnet_mini.__doc__),
         ("densenet_mini", densenet_mini, (64, 56, 3), densenet_mini.__doc__)]:
     CASES.append(Case(_n, [], [X((1,) + _shape, name="input")], None, ("float32", "int8"), "model",
