@@ -17,15 +17,19 @@ class ConversionResult:
     _bytes: bytes | None = None
 
     def to_bytes(self) -> bytes:
+        """The .armnn file's bytes (serialized once, timed as the report's "write" phase)."""
         if self._bytes is None:
             from .serialize import write
-            self._bytes = write(self.network)
+            with self.report.phase("write"):
+                self._bytes = write(self.network)
         return self._bytes
 
     def save(self, path) -> None:
         """Write atomically: a temporary file in the target folder, then rename."""
         from .output import write_atomic
-        write_atomic(path, self.to_bytes())
+        data = self.to_bytes()
+        with self.report.phase("write"):
+            write_atomic(path, data)
 
 
 def _load_frontend(name: str):
@@ -73,20 +77,40 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     report = report or Report()
     if isinstance(model, (str, os.PathLike)):
         report.source = os.fspath(model)
-    fe = _pick_frontend(model)
+    with report.phase("load"):
+        fe = _pick_frontend(model)
     report.format = fe.name
     try:
         with report.phase("frontend"):
             graph = fe.convert(model, options, report)
         from .passes import run_pipeline
-        run_pipeline(graph, report)
+        with report.phase("passes"):
+            run_pipeline(graph, report)
         from .report import io_summary
         report.inputs, report.outputs = io_summary(graph)
+        _note_layouts(report, fe.name, options)
     except ArmnnImportError:
         raise
     except RecursionError as e:
         raise ConversionError(f"model too deeply nested: {e}") from None
     return ConversionResult(graph, report)
+
+
+# The layout a format's 4-D tensors use unless told otherwise.
+_FORMAT_LAYOUT = {"onnx": "NCHW", "tflite": "NHWC"}
+
+
+def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:
+    """Add "source_layout" and "layout" to the 4-D inputs and outputs of the
+    report: the model's convention, and the one --layout asked for at the
+    network's edges (`armnn-import verify` permutes its inputs with them)."""
+    source = _FORMAT_LAYOUT.get(fmt)
+    if source is None:
+        return
+    io = source if options.layout == "keep" or options.keep_io_layout else options.layout.upper()
+    for entry in report.inputs + report.outputs:
+        if len(entry["shape"]) == 4:
+            entry["source_layout"], entry["layout"] = source, io
 
 
 def load(path) -> Graph:

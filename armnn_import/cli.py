@@ -1,7 +1,9 @@
 """The armnn-import command line.
 
-    armnn-import MODEL [MODEL...] [-o OUT]     convert (the default command)
-    armnn-import inspect FILE.armnn [--json]  describe a converted network
+    armnn-import MODEL [MODEL...] [-o OUT]        convert (the default command)
+    armnn-import inspect FILE.armnn [--json]     describe a converted network
+    armnn-import verify SOURCE FILE.armnn        compare with the source model's runtime
+    armnn-import ops [--format F] [--markdown]   list the supported operators
 
 Only argparse and the standard library are imported at startup; the
 converter, numpy and the frontends are imported when a command needs them.
@@ -13,12 +15,13 @@ import os
 import sys
 
 PROG = "armnn-import"
-COMMANDS = ("convert", "inspect")
+COMMANDS = ("convert", "inspect", "verify", "ops")
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_OUTPUT, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_CODES = """exit codes:
   0  success
-  1  the model could not be converted or the input could not be read
+  1  the model could not be converted or the input could not be read, or
+     verification failed
   2  usage error (bad arguments, output path equal to an input)
   3  the output could not be written
   4  internal error (a bug: please report it; --debug shows the traceback)"""
@@ -49,8 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _Parser(prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
                 description="Convert ONNX and TFLite models to Arm NN's serialized network format (.armnn).\n\n"
-                            f"  {PROG} MODEL [MODEL...] [-o OUT]   convert (the default command)\n"
-                            f"  {PROG} inspect FILE.armnn [--json]  list the layers of a converted network",
+                            f"  {PROG} MODEL [MODEL...] [-o OUT]       convert (the default command)\n"
+                            f"  {PROG} inspect FILE.armnn [--json]    list the layers of a converted network\n"
+                            f"  {PROG} verify SOURCE FILE.armnn       run both and compare their outputs\n"
+                            f"  {PROG} ops [--format F] [--markdown]  list the supported operators",
                 epilog=EXIT_CODES)
     p.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _global_options(p, suppress=False)
@@ -72,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the model's input and output layout when changing --layout")
     c.add_argument("--fp16", action="store_true", help="store float weights and tensors as Float16")
     c.add_argument("--dequantize", action="store_true", help="convert a quantized model to an all-float network")
+    c.add_argument("--report", metavar="REPORT.json",
+                   help="write the conversion report as JSON (a list with several models) and print "
+                        "a short summary on stderr")
+    c.add_argument("--verify", action="store_true",
+                   help=f"after converting, compare with the source model's runtime (as '{PROG} verify')")
+    _verify_options(c)
     _global_options(c, suppress=True)
 
     i = sub.add_parser("inspect", help="list the layers of an .armnn file",
@@ -80,7 +91,48 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("file", metavar="FILE.armnn")
     i.add_argument("--json", action="store_true", help="print JSON instead of a table")
     _global_options(i, suppress=True)
+
+    v = sub.add_parser("verify", help="compare an .armnn file with its source model",
+                       description="Run the source model in its own runtime (onnxruntime or LiteRT:\n"
+                                   "pip install armnn-import[verify]) and the .armnn network in the numpy\n"
+                                   "executor on the same inputs, and compare every output: max abs error,\n"
+                                   "max relative error and, for quantized outputs, the error in\n"
+                                   "quantization steps (LSB). Exit code 0 within the tolerances, 1 otherwise.",
+                       epilog=EXIT_CODES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("source", metavar="SOURCE_MODEL", help="the ONNX or TFLite model")
+    v.add_argument("file", metavar="FILE.armnn", help="the converted network")
+    v.add_argument("--inputs", nargs="+", metavar="FILE",
+                   help="input arrays: one .npy per model input, in order, or one .npz (keys: input "
+                        "names or input_0, input_1, ...); default: seeded random (float N(0,1), "
+                        "8-bit integers over their whole range)")
+    v.add_argument("--report", metavar="REPORT.json",
+                   help="the report written by the conversion (--report): input/output layouts and, "
+                        "for --per-layer, which layer computes each node")
+    _verify_options(v)
+    _global_options(v, suppress=True)
+
+    o = sub.add_parser("ops", help="list the supported operators",
+                       description="List every supported operator with its opset or version range and "
+                                   "the Arm NN layers it becomes, from the installed frontends.",
+                       epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    o.add_argument("--format", metavar="FORMAT", help="only this model format (onnx or tflite)")
+    o.add_argument("--markdown", action="store_true", help="print Markdown tables (docs/operators.md)")
+    _global_options(o, suppress=True)
     return p
+
+
+def _verify_options(p):
+    p.add_argument("--per-layer", action="store_true",
+                   help="also compare intermediate tensors and name the first layer that diverges")
+    p.add_argument("--rtol", type=float, default=1e-3, help="relative tolerance of float outputs (default 1e-3)")
+    p.add_argument("--atol", type=float, default=1e-4, help="absolute tolerance of float outputs (default 1e-4)")
+    p.add_argument("--lsb", type=float, default=1.0,
+                   help="tolerance of quantized outputs, in quantization steps (default 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--armnn-runtime", metavar="PATH",
+                   help="run the .armnn file with this Arm NN runner (armnn-run MODEL.armnn OUTDIR IN0.npy "
+                        "...) instead of the numpy executor")
 
 
 def _with_default_command(argv: list[str]) -> list[str]:
@@ -97,14 +149,15 @@ def _with_default_command(argv: list[str]) -> list[str]:
 class _Out:
     def __init__(self, quiet: bool):
         self.quiet = quiet
+        self.errors: list[str] = []  # every error printed, for the report
 
     def info(self, msg: str):
         if not self.quiet:
             print(msg, flush=True)
 
-    @staticmethod
-    def error(msg: str):
+    def error(self, msg: str):
         for line in str(msg).splitlines() or [""]:
+            self.errors.append(line)
             print(f"{PROG}: error: {line}", file=sys.stderr, flush=True)
 
     def warning(self, msg: str):
@@ -163,7 +216,15 @@ def _stem(path: str) -> str:
     return model_name(path)
 
 
-def _convert_one(model: str, out_path: str, args, out: _Out) -> None:
+class _Outcome:
+    """What the batch summary shows of one model."""
+    def __init__(self, model: str):
+        self.model, self.status, self.layers, self.size, self.seconds = model, "failed", None, None, 0.0
+        self.report = None
+        self.extra: dict = {}
+
+
+def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) -> None:
     from .frontends import available_frontends, frontend_for
     from .errors import LoadError
 
@@ -181,32 +242,140 @@ def _convert_one(model: str, out_path: str, args, out: _Out) -> None:
 
     from .api import convert
     from .output import write_atomic
+    from .progress import Progress, wanted
+    from .report import Report
 
-    result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
-                     keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize)
-    for w in result.report.warnings:
+    report = outcome.report = Report()
+    bar = Progress(os.path.basename(model)) if wanted(model, out.quiet) else None
+    report.listener = bar
+    try:
+        result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
+                         keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
+                         report=report)
+        data = result.to_bytes()
+        folder = os.path.dirname(out_path)
+        if folder and not os.path.isdir(folder):
+            from .errors import OutputError
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as e:
+                raise OutputError(f"{out_path}: cannot create {folder}: {e.strerror or e}") from None
+        with report.phase("write"):
+            write_atomic(out_path, data, inputs=[model])
+        check = None
+        if args.verify:
+            from .verify_cmd import verify
+            with report.phase("verify"):
+                check = verify(model, data, report=report, **_verify_kwargs(args))
+    finally:
+        if bar is not None:
+            bar.close()
+    for w in report.warnings:
         out.warning(f"{model}: {w}")
-    data = result.to_bytes()
-    folder = os.path.dirname(out_path)
-    if folder and not os.path.isdir(folder):
-        from .errors import OutputError
-        try:
-            os.makedirs(folder, exist_ok=True)
-        except OSError as e:
-            raise OutputError(f"{out_path}: cannot create {folder}: {e.strerror or e}") from None
-    write_atomic(out_path, data, inputs=[model])
     g = result.network
+    outcome.status, outcome.layers, outcome.size = "ok", len(g.layers), len(data)
+    outcome.extra["output"] = {"path": out_path, "bytes": len(data), "layers": len(g.layers)}
     out.info(f"{model} -> {out_path} ({len(g.layers)} layers, "
              f"{sum(l.param_count() for l in g.layers):,} parameters, {len(data):,} bytes)")
+    if args.report and not out.quiet:
+        from .report import format_summary
+        print(format_summary(report, layers=len(g.layers)), file=sys.stderr, flush=True)
+    if check is not None:
+        outcome.extra["verify"] = check.to_dict()
+        out.info(check.format())
+        if not check.ok:
+            from .verify_cmd import VerificationFailed
+            outcome.status = "verify failed"
+            raise VerificationFailed(f"{model}: {check.failure()}")
+
+
+def _verify_kwargs(args) -> dict:
+    from .verify_cmd import Tolerance
+    for flag in ("rtol", "atol", "lsb"):
+        if getattr(args, flag) < 0:
+            raise UsageError(f"--{flag} must not be negative")
+    return {"tolerance": Tolerance(args.rtol, args.atol, args.lsb), "seed": args.seed,
+            "per_layer": args.per_layer, "armnn_runtime": args.armnn_runtime}
 
 
 def cmd_convert(args, out: _Out) -> int:
+    import time
+
     _parse_shapes(args.input_shape)  # usage errors before any work
+    if args.per_layer and args.armnn_runtime:
+        raise UsageError("--per-layer needs the numpy executor; leave out --armnn-runtime")
+    if args.verify:
+        _verify_kwargs(args)
+    elif args.per_layer or args.armnn_runtime:
+        raise UsageError("--per-layer and --armnn-runtime go with --verify")
     paths = _output_paths(args.models, args.output)
-    code = EXIT_OK
+    code, outcomes = EXIT_OK, []
     for model, path in zip(args.models, paths):
-        code = max(code, _run(lambda: _convert_one(model, path, args, out), args, out, prefix=f"{model}: "))
+        outcome = _Outcome(model)
+        t, seen = time.perf_counter(), len(out.errors)
+        rc = _run(lambda: _convert_one(model, path, args, out, outcome), args, out, prefix=f"{model}: ")
+        outcome.seconds = time.perf_counter() - t
+        if out.errors[seen:]:
+            outcome.extra["errors"] = out.errors[seen:]
+        if rc != EXIT_OK and outcome.status == "ok":
+            outcome.status = "failed"
+        outcomes.append(outcome)
+        code = max(code, rc)
+    if len(outcomes) > 1:
+        out.info(_summary_table(outcomes))
+    if args.report:
+        code = max(code, _run(lambda: _write_report(args.report, outcomes), args, out))
     return code
+
+
+def _summary_table(outcomes: list) -> str:
+    head = ("model", "status", "layers", "output size", "time")
+    rows = [(o.model, o.status, "" if o.layers is None else str(o.layers),
+             "" if o.size is None else _size(o.size), f"{o.seconds:.2f} s") for o in outcomes]
+    widths = [max(len(r[k]) for r in rows + [head]) for k in range(len(head))]
+    right = {2, 3, 4}
+    lines = ["  ".join(c.rjust(w) if k in right else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
+             for r in [head] + rows]
+    failed = sum(o.status != "ok" for o in outcomes)
+    lines.append(f"{len(outcomes) - failed} of {len(outcomes)} converted" + (f", {failed} failed" if failed else ""))
+    return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    for unit, k in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= k:
+            return f"{n / k:.1f} {unit}"
+    return f"{n} B"
+
+
+def _write_report(path: str, outcomes: list) -> None:
+    """One model: its report as a JSON object; several: a list of them."""
+    import json
+
+    from .output import write_atomic
+
+    docs = []
+    for o in outcomes:
+        d = o.report.to_dict() if o.report is not None else {"source": o.model}
+        d.update(status=o.status, seconds=round(o.seconds, 6), **o.extra)
+        docs.append(d)
+    text = json.dumps(docs[0] if len(docs) == 1 else docs, indent=1, default=_json_default) + "\n"
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        from .errors import OutputError
+        raise OutputError(f"--report {path}: folder {folder} does not exist")
+    write_atomic(path, text.encode(), inputs=[o.model for o in outcomes])
+
+
+def _json_default(x):
+    import numpy as np
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (set, tuple)):
+        return list(x)
+    return str(x)
 
 
 # -- inspect -----------------------------------------------------------------
@@ -232,6 +401,34 @@ def cmd_inspect(args, out: _Out) -> int:
             print(json.dumps(desc, indent=2))
         else:
             print(format_table(desc))
+    return _run(run, args, out)
+
+
+# -- verify and ops --------------------------------------------------------------
+
+def cmd_verify(args, out: _Out) -> int:
+    def run():
+        from .verify_cmd import VerificationFailed, verify
+        result = verify(args.source, args.file, inputs=args.inputs, report=args.report, **_verify_kwargs(args))
+        out.info(result.format())
+        if not result.ok:
+            raise VerificationFailed(result.failure())
+    if args.per_layer and args.armnn_runtime:
+        raise UsageError("--per-layer needs the numpy executor; leave out --armnn-runtime")
+    return _run(run, args, out)
+
+
+def cmd_ops(args, out: _Out) -> int:
+    def run():
+        from .catalogue import format_markdown, format_text, registries
+        from .frontends import available_frontends
+        if args.format is not None and args.format not in available_frontends():
+            raise UsageError(f"--format {args.format}: no such frontend (installed: "
+                             f"{', '.join(sorted(available_frontends())) or 'none'})")
+        regs = registries([args.format] if args.format else None)
+        text = format_markdown(regs) if args.markdown else format_text(regs)
+        sys.stdout.write(text)
+        sys.stdout.flush()
     return _run(run, args, out)
 
 
@@ -276,6 +473,10 @@ def main(argv: list[str] | None = None) -> int:
         out.quiet = args.quiet
         if args.command == "inspect":
             return cmd_inspect(args, out)
+        if args.command == "verify":
+            return cmd_verify(args, out)
+        if args.command == "ops":
+            return cmd_ops(args, out)
         return cmd_convert(args, out)
     except UsageError as e:
         out.error(str(e))

@@ -1,9 +1,11 @@
 """The conversion report: what became what, and every decision worth knowing."""
 from __future__ import annotations
 
+import copy
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Callable
 
 
 @dataclass
@@ -19,6 +21,8 @@ class Report:
     inputs: list[dict] = field(default_factory=list)
     outputs: list[dict] = field(default_factory=list)
     passes: dict[str, int] = field(default_factory=dict)     # pass -> layers changed
+    # Called with each phase name as the phase starts (the CLI's progress bar); not reported.
+    listener: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:
@@ -32,6 +36,8 @@ class Report:
 
     @contextmanager
     def phase(self, name: str):
+        if self.listener is not None:
+            self.listener(name)
         t = time.perf_counter()
         try:
             yield
@@ -39,7 +45,8 @@ class Report:
             self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Everything reported, as plain JSON-ready data."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "listener"}
 
 
 def io_summary(graph) -> tuple[list[dict], list[dict]]:
@@ -52,3 +59,37 @@ def io_summary(graph) -> tuple[list[dict], list[dict]]:
         return d
     return ([one(l, l.outputs[0]) for l in graph.input_layers],
             [one(l, l.inputs[0].info) for l in graph.output_layers])
+
+
+PHASES = ("load", "frontend", "passes", "write", "verify")  # the top-level phases, in order
+
+
+def _io_line(d: dict) -> str:
+    dims = "x".join(str(n) for n in d["shape"]) or "scalar"
+    q = d.get("quantization")
+    return (f"{d['name']} {dims} {d['dtype']}" + (f" ({d['layout']})" if d.get("layout") else "")
+            + (f" q=({q['scale']:.6g},{q['offset']})" if q else ""))
+
+
+def format_summary(report: Report, layers: int | None = None) -> str:
+    """A few lines for people: what was converted into what, the decisions
+    worth a look, and where the time went."""
+    head = f"{report.source or 'model'} ({report.format}): {len(report.nodes)} nodes"
+    lines = [head + (f" -> {layers} layers" if layers is not None else "")]
+    if report.decompositions:
+        lines.append("  decomposed: " + ", ".join(sorted(report.decompositions)))
+    if report.folded:
+        lines.append(f"  folded to constants: {len(report.folded)}")
+    if report.quantization:
+        errors = [q["worst_error"] for q in report.quantization if q.get("worst_error") is not None]
+        worst = f" (worst weight error {max(errors):.2%} of a channel's range)" if errors else ""
+        lines.append(f"  quantization decisions: {len(report.quantization)}{worst}")
+    if report.warnings:
+        lines.append(f"  warnings: {len(report.warnings)}")
+    for title, items in (("inputs", report.inputs), ("outputs", report.outputs)):
+        if items:
+            lines.append(f"  {title}: " + "; ".join(_io_line(d) for d in items))
+    times = [f"{p} {report.timings[p]:.2f} s" for p in PHASES if p in report.timings]
+    if times:
+        lines.append("  time: " + ", ".join(times))
+    return "\n".join(lines)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from ..report import Report
-from .cleanup import (fold_batchnorm_into_conv, fold_constants, merge_batchnorms, merge_permutes,
+from .cleanup import (fold_batchnorm_into_conv, fold_constants, merge_batchnorms, merge_duplicates, merge_permutes,
                       merge_reshapes, remove_dead_layers, remove_identities)
 from .layout import sink_permutes
 
@@ -15,6 +15,7 @@ PIPELINE = (
     ("remove_identities", remove_identities),
     ("merge_permutes", merge_permutes),
     ("merge_reshapes", merge_reshapes),
+    ("merge_duplicates", merge_duplicates),
     ("sink_permutes", sink_permutes),
     ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),

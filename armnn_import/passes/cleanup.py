@@ -47,6 +47,37 @@ def remove_identities(graph: Graph, report: Report) -> int:
     return sum(_bypass(graph, l) for l in list(graph.layers) if _is_identity(l))
 
 
+def _key(layer: Layer):
+    """What makes two layers compute the same thing (None: never merged)."""
+    if layer.type in (LayerType.Input, LayerType.Output) or not layer.inputs:
+        return None
+    tensors = tuple((k, t.info, t.data.tobytes()) for k, t in sorted(layer.tensors.items())
+                    if t.data.nbytes <= 4096)
+    if len(tensors) != len(layer.tensors):
+        return None  # large weights: not worth hashing
+    return (layer.type, tuple((id(p.layer), p.slot) for p in layer.inputs), repr(layer.desc),
+            tuple(layer.outputs), tensors)
+
+
+def merge_duplicates(graph: Graph, report: Report) -> int:
+    """Layers with the same type, inputs, descriptor and constants become one
+    (e.g. the Permutes the NHWC lowering puts before each consumer of a tensor)."""
+    seen: dict = {}
+    n = 0
+    for layer in list(graph.layers):  # topological order: inputs already merged
+        key = _key(layer)
+        if key is None:
+            continue
+        if key in seen:
+            for slot in range(len(layer.outputs)):
+                graph.replace_uses(layer.out(slot), seen[key].out(slot))
+            graph.remove([layer])
+            n += 1
+        else:
+            seen[key] = layer
+    return n
+
+
 def remove_dead_layers(graph: Graph, report: Report) -> int:
     """Drop layers whose results reach no Output (Input layers stay: they are the bindings)."""
     live: set[int] = set()

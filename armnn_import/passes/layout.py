@@ -81,8 +81,6 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     perm = _perm(sources[0])
     if any(_perm(s) != perm for s in sources):
         return False
-    if layer.type in BINARY_LAYERS and sources[0].inputs[0].info.shape != sources[1].inputs[0].info.shape:
-        return False  # broadcasting operands: keep it simple and exact
     new_desc = _rewrite(layer, perm)
     if new_desc is None:
         return False
