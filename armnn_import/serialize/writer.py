@@ -25,6 +25,22 @@ _STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: 
                   ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
 
 
+class _Builder(flatbuffers.Builder):
+    """flatbuffers.Builder that copies numpy vectors once, straight into its
+    buffer (the stock one goes through an intermediate bytes object)."""
+
+    def CreateNumpyVector(self, x):
+        x = np.ascontiguousarray(x)
+        if x.dtype.byteorder == ">":
+            x = x.astype(x.dtype.newbyteorder("<"))
+        self.StartVector(x.itemsize, x.size, x.dtype.alignment)
+        n = x.nbytes
+        self.head = self.head - n
+        np.frombuffer(self.Bytes, np.uint8, n, self.head)[:] = x.reshape(-1).view(np.uint8)
+        self.vectorNumElems = x.size
+        return self.EndVector()
+
+
 def _call(table: str, what: str, b, *args):
     return getattr(fb, f"{table}{what}")(b, *args)
 
@@ -142,12 +158,17 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
 
 def write(graph: Graph) -> bytes:
     """Serialize `graph` (already verified and in topological order)."""
+    return bytes(write_buffer(graph))
+
+
+def write_buffer(graph: Graph) -> memoryview:
+    """Like write(), but a view of the builder's buffer (no final copy)."""
     weight_bytes = sum(t.data.nbytes for l in graph.layers for t in l.tensors.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
             f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "
             "hint: use --fp16 or a quantized model")
-    b = flatbuffers.Builder(weight_bytes + 4096 + 512 * len(graph.layers))
+    b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers))
     b.ForceDefaults(True)
     positions = {id(l): i for i, l in enumerate(graph.layers)}
     layers = [_layer(b, l, i, positions) for i, l in enumerate(graph.layers)]
@@ -160,4 +181,4 @@ def write(graph: Graph) -> bytes:
     fb.SerializedGraphAddOutputIds(b, output_ids)
     root = fb.SerializedGraphEnd(b)
     b.Finish(root, file_identifier=FILE_IDENTIFIER)
-    return bytes(b.Output())
+    return memoryview(b.Bytes)[b.Head():]
