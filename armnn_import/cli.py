@@ -248,6 +248,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
     report = outcome.report = Report()
     bar = Progress(os.path.basename(model)) if wanted(model, out.quiet) else None
     report.listener = bar
+    check = None
     try:
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
@@ -262,9 +263,12 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
                 raise OutputError(f"{out_path}: cannot create {folder}: {e.strerror or e}") from None
         with report.phase("write"):
             write_atomic(out_path, data, inputs=[model])
-        check = None
+        g = result.network
+        outcome.status, outcome.layers, outcome.size = "ok", len(g.layers), len(data)
+        outcome.extra["output"] = {"path": out_path, "bytes": len(data), "layers": len(g.layers)}
         if args.verify:
             from .verify_cmd import verify
+            outcome.status = "verify failed"  # until it passes
             with report.phase("verify"):
                 check = verify(model, data, report=report, **_verify_kwargs(args))
     finally:
@@ -272,9 +276,6 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
             bar.close()
     for w in report.warnings:
         out.warning(f"{model}: {w}")
-    g = result.network
-    outcome.status, outcome.layers, outcome.size = "ok", len(g.layers), len(data)
-    outcome.extra["output"] = {"path": out_path, "bytes": len(data), "layers": len(g.layers)}
     out.info(f"{model} -> {out_path} ({len(g.layers)} layers, "
              f"{sum(l.param_count() for l in g.layers):,} parameters, {len(data):,} bytes)")
     if args.report and not out.quiet:
@@ -285,8 +286,8 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
         out.info(check.format())
         if not check.ok:
             from .verify_cmd import VerificationFailed
-            outcome.status = "verify failed"
             raise VerificationFailed(f"{model}: {check.failure()}")
+        outcome.status = "ok"
 
 
 def _verify_kwargs(args) -> dict:
@@ -317,8 +318,6 @@ def cmd_convert(args, out: _Out) -> int:
         outcome.seconds = time.perf_counter() - t
         if out.errors[seen:]:
             outcome.extra["errors"] = out.errors[seen:]
-        if rc != EXIT_OK and outcome.status == "ok":
-            outcome.status = "failed"
         outcomes.append(outcome)
         code = max(code, rc)
     if len(outcomes) > 1:
@@ -336,8 +335,10 @@ def _summary_table(outcomes: list) -> str:
     right = {2, 3, 4}
     lines = ["  ".join(c.rjust(w) if k in right else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
              for r in [head] + rows]
-    failed = sum(o.status != "ok" for o in outcomes)
-    lines.append(f"{len(outcomes) - failed} of {len(outcomes)} converted" + (f", {failed} failed" if failed else ""))
+    failed = sum(o.status == "failed" for o in outcomes)
+    unverified = sum(o.status == "verify failed" for o in outcomes)
+    lines.append(f"{len(outcomes) - failed} of {len(outcomes)} converted" + (f", {failed} failed" if failed else "")
+                 + (f", {unverified} failed verification" if unverified else ""))
     return "\n".join(lines)
 
 

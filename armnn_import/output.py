@@ -96,8 +96,12 @@ def write_atomic(path, data, *, inputs=()) -> None:
             raise OutputError(f"{path}: is a directory")
         if not stat.S_ISREG(st.st_mode):
             return _write_special(path, target, data)
-        if not st.st_mode & 0o222 or not os.access(target, os.W_OK):
+        if not st.st_mode & 0o222:
             raise OutputError(f"{path}: the file is read-only; refusing to replace it")
+        if not os.access(target, os.W_OK):
+            if _read_only_fs(folder):
+                raise OutputError(f"{path}: cannot write in {folder}: Read-only file system")
+            raise OutputError(f"{path}: no permission to replace the file")
     mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
 
     restore = _install_handlers()
@@ -136,6 +140,13 @@ def write_atomic(path, data, *, inputs=()) -> None:
             _pending.discard(tmp)
         for s in restore:
             signal.signal(s, signal.SIG_DFL)
+
+
+def _read_only_fs(folder: str) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):
+        return False
 
 
 def _write_special(path: str, target: str, data) -> None:

@@ -1,0 +1,727 @@
+"""`armnn-import verify SOURCE FILE.armnn`: does the .armnn file compute what
+its source model computes?
+
+The source model runs in its own runtime (onnxruntime, or LiteRT: the
+optional extra `armnn-import[verify]`), the .armnn network in the numpy
+executor of the IR (or a real Arm NN runner), on the same inputs. Each output
+is compared: max abs error, max relative error and, for quantized tensors,
+the error in quantization steps (LSBs), against tolerances.
+
+    from armnn_import.verify_cmd import verify
+    result = verify("model.onnx", "model.armnn")
+    print(result.format()); assert result.ok
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .errors import ArmnnImportError
+from .ir.graph import Graph, Port
+from .ir.types import DataType, LayerType, TensorInfo
+
+
+class VerifyError(ArmnnImportError):
+    """Verification cannot run: unusable inputs, a model the source runtime
+    refuses, a failing Arm NN runner."""
+
+
+class MissingRuntimeError(VerifyError):
+    """The source model's runtime, an optional extra, is not installed."""
+
+
+class VerificationFailed(VerifyError):
+    """The .armnn network's outputs differ from the source model's beyond the tolerances."""
+
+
+# format -> (module to import, pip package)
+RUNTIMES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert.interpreter", "ai-edge-litert")}
+_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = 1e-3   # float tensors pass when |got - ref| <= atol + rtol * |ref| everywhere
+    atol: float = 1e-4
+    lsb: float = 1.0     # quantized tensors pass when off by at most this many quantization steps
+
+    def __str__(self):
+        return f"rtol {self.rtol:g}, atol {self.atol:g}, {self.lsb:g} LSB"
+
+
+@dataclass
+class Comparison:
+    name: str                  # the output, or the .armnn layer for --per-layer
+    shape: tuple
+    max_abs: float
+    max_rel: float | None      # over elements whose reference exceeds atol in magnitude
+    lsb: float | None          # max abs error in quantization steps (quantized tensors)
+    ok: bool
+    node: str = ""             # --per-layer: the source node and its operator
+    op: str = ""
+    layer_type: str = ""
+
+    def cells(self) -> tuple[str, ...]:
+        return ("x".join(map(str, self.shape)) or "scalar", f"{self.max_abs:.3g}",
+                "-" if self.max_rel is None else f"{self.max_rel:.3g}",
+                "-" if self.lsb is None else f"{self.lsb:g}", "ok" if self.ok else "FAIL")
+
+
+@dataclass
+class VerifyResult:
+    outputs: list[Comparison]
+    tolerance: Tolerance
+    inputs: str                          # how the inputs were made
+    engines: str                         # what ran the two models
+    layers: list[Comparison] | None = None   # --per-layer: each compared intermediate tensor
+    first_divergence: Comparison | None = None
+    uncompared: int = 0                  # --per-layer: source nodes without a matching .armnn tensor
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.outputs)
+
+    def failure(self) -> str:
+        bad = [c for c in self.outputs if not c.ok]
+        parts = [f"output {c.name!r} off by {c.lsb:g} LSB" if c.lsb is not None else
+                 f"output {c.name!r} max abs error {c.max_abs:.3g}" for c in bad]
+        s = f"verify failed ({self.tolerance}): " + ", ".join(parts)
+        if self.first_divergence is not None:
+            s += f"; first diverging layer {self.first_divergence.name!r}"
+        return s
+
+    def format(self) -> str:
+        head = ("output", "shape", "max abs err", "max rel err", "LSB err", "result")
+        rows = [(c.name,) + c.cells() for c in self.outputs]
+        widths = [max(len(r[k]) for r in rows + [head]) for k in range(len(head))]
+        lines = [f"inputs: {self.inputs}", f"compared: {self.engines}"] + self.notes
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + rows]
+        if self.layers is not None:
+            lines.append(f"per layer: {len(self.layers)} tensors compared, {self.uncompared} source nodes "
+                         "without a matching .armnn tensor")
+            d = self.first_divergence
+            lines.append("first diverging layer: " + (
+                "none" if d is None else
+                f"{d.name!r} ({d.layer_type}), output of node {d.node!r} ({d.op}): max abs err "
+                f"{d.max_abs:.3g}" + ("" if d.max_rel is None else f", max rel err {d.max_rel:.3g}")
+                + ("" if d.lsb is None else f", {d.lsb:g} LSB")))
+        lines.append(f"verify: {'PASS' if self.ok else 'FAIL'} ({self.tolerance})")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return d
+
+
+# -- the source model in its own runtime -----------------------------------------------
+
+@dataclass
+class IoSpec:
+    name: str
+    shape: tuple                       # None for a dimension the model leaves open
+    dtype: np.dtype
+    quant: tuple[float, int] | None    # (scale, zero point) of a quantized tensor
+
+
+@dataclass
+class Node:
+    name: str                          # as the frontend names it in the report
+    op: str
+    output: object                     # the key of its first output in intermediates()
+    consumers: list[str]
+    n_outputs: int = 1
+
+
+def _need(fmt: str):
+    import importlib
+    module, package = RUNTIMES[fmt]
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingRuntimeError(f"verifying {'an ONNX' if fmt == 'onnx' else 'a TFLite'} model needs "
+                                  f"{package}: pip install armnn-import[verify] (or pip install "
+                                  f"{package})") from None
+
+
+def _model_bytes(source) -> bytes:
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source)
+    if hasattr(source, "SerializeToString"):
+        return source.SerializeToString()
+    try:
+        with open(source, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise VerifyError(f"{source}: cannot read: {e.strerror or e}") from None
+
+
+class OnnxSource:
+    runtime = "onnxruntime"
+
+    def __init__(self, source):
+        self.ort = _need("onnx")
+        self.path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+        self.data = None if self.path else _model_bytes(source)
+        self.session = self._session(self.path or self.data)
+        self.inputs = [self._spec(v) for v in self.session.get_inputs()]
+        self.outputs = [self._spec(v) for v in self.session.get_outputs()]
+        self._nodes = None
+
+    def _session(self, model, optimize=True):
+        opts = self.ort.SessionOptions()
+        opts.log_severity_level = 3
+        if not optimize:  # keep every node, so each intermediate tensor is the node's own
+            opts.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        try:
+            return self.ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
+            raise VerifyError(f"onnxruntime cannot load the model: {str(e).splitlines()[0]}") from None
+
+    @staticmethod
+    def _spec(v) -> IoSpec:
+        dtypes = {"float": np.float32, "float16": np.float16, "double": np.float64, "int64": np.int64,
+                  "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+        kind = v.type[len("tensor("):-1] if v.type.startswith("tensor(") else v.type
+        if kind not in dtypes:
+            raise VerifyError(f"input or output {v.name!r} has type {v.type}, which verify cannot feed")
+        shape = tuple(d if isinstance(d, int) and d > 0 else None for d in v.shape)
+        return IoSpec(v.name, shape, np.dtype(dtypes[kind]), None)
+
+    def run(self, arrays) -> list[np.ndarray]:
+        try:
+            return self.session.run(None, {s.name: a for s, a in zip(self.inputs, arrays)})
+        except Exception as e:  # noqa: BLE001
+            raise VerifyError(f"onnxruntime failed: {str(e).splitlines()[0]}") from None
+
+    def _model(self):
+        import onnx
+        if self.path:
+            return onnx.load(self.path)
+        m = onnx.ModelProto()
+        m.ParseFromString(self.data)
+        return m
+
+    @property
+    def nodes(self) -> list[Node]:
+        if self._nodes is None:
+            graph = self._model().graph
+            users: dict[str, list[str]] = {}
+            nodes = []
+            for i, n in enumerate(graph.node):
+                name = n.name or f"{n.op_type}_{i}"  # the ONNX frontend's naming of unnamed nodes
+                for t in n.input:
+                    users.setdefault(t, []).append(name)
+                nodes.append((name, n.op_type, n.output[0] if n.output else "", sum(1 for o in n.output if o)))
+            self._nodes = [Node(name, op, out, users.get(out, []), k) for name, op, out, k in nodes if out]
+        return self._nodes
+
+    def intermediates(self, arrays) -> dict:
+        """Each node's first output: the names become extra graph outputs."""
+        import onnx
+        model = self._model()
+        have = {o.name for o in model.graph.output}
+        model.graph.output.extend(onnx.ValueInfoProto(name=n.output) for n in self.nodes if n.output not in have)
+        session = self._session(model.SerializeToString(), optimize=False)
+        names = [o.name for o in session.get_outputs()]
+        values = session.run(names, {s.name: a for s, a in zip(self.inputs, arrays)})
+        return {k: (v, None) for k, v in zip(names, values) if isinstance(v, np.ndarray)}
+
+
+class TFLiteSource:
+    runtime = "LiteRT"
+
+    def __init__(self, source):
+        self.litert = _need("tflite")
+        self.data = _model_bytes(source)
+        self.it = self._interpreter()
+        self.inputs = [self._spec(d) for d in self.it.get_input_details()]
+        self.outputs = [self._spec(d) for d in self.it.get_output_details()]
+        self._nodes = None
+
+    def _interpreter(self, **kwargs):
+        try:
+            with _native_stderr_silenced():  # LiteRT prints "INFO: Created ... delegate" lines
+                it = self.litert.Interpreter(model_content=self.data, **kwargs)
+                it.allocate_tensors()
+        except Exception as e:  # noqa: BLE001 - LiteRT raises ValueError/RuntimeError
+            raise VerifyError(f"LiteRT cannot load the model: {str(e).splitlines()[0]}") from None
+        return it
+
+    @staticmethod
+    def _spec(d) -> IoSpec:
+        sig = d.get("shape_signature")
+        dims = sig if sig is not None and len(sig) == len(d["shape"]) else d["shape"]
+        scale, zp = d["quantization"]
+        return IoSpec(d["name"], tuple(int(x) if x > 0 else None for x in dims), np.dtype(d["dtype"]),
+                      (float(scale), int(zp)) if scale else None)
+
+    def _invoke(self, it, arrays):
+        details = it.get_input_details()
+        if any(tuple(d["shape"]) != a.shape for d, a in zip(details, arrays)):
+            for d, a in zip(details, arrays):
+                it.resize_tensor_input(d["index"], list(a.shape))
+            it.allocate_tensors()
+        try:
+            for d, a in zip(details, arrays):
+                it.set_tensor(d["index"], a)
+            it.invoke()
+        except Exception as e:  # noqa: BLE001
+            raise VerifyError(f"LiteRT failed: {str(e).splitlines()[0]}") from None
+
+    def run(self, arrays) -> list[np.ndarray]:
+        self._invoke(self.it, arrays)
+        return [self.it.get_tensor(d["index"]).copy() for d in self.it.get_output_details()]
+
+    @property
+    def nodes(self) -> list[Node]:
+        if self._nodes is None:
+            import tflite
+            from tflite.BuiltinOperator import BuiltinOperator
+            names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+            m = tflite.Model.GetRootAsModel(self.data, 0)
+            codes = [max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())
+                     for i in range(m.OperatorCodesLength())]
+            sg = m.Subgraphs(0)
+            ops = [sg.Operators(i) for i in range(sg.OperatorsLength())]
+            users: dict[int, list[str]] = {}
+            nodes = []
+            for op in ops:
+                outs = op.OutputsAsNumpy() if op.OutputsLength() else []
+                if not len(outs):
+                    continue
+                # the TFLite frontend names a node after its first output tensor
+                name = sg.Tensors(int(outs[0])).Name().decode("utf-8", "replace")
+                for t in (op.InputsAsNumpy() if op.InputsLength() else []):
+                    users.setdefault(int(t), []).append(name)
+                nodes.append((name, names.get(codes[op.OpcodeIndex()], "CUSTOM"), int(outs[0]), len(outs)))
+            self._nodes = [Node(name, opname, out, users.get(out, []), k) for name, opname, out, k in nodes]
+        return self._nodes
+
+    def intermediates(self, arrays) -> dict:
+        """Each operator's first output, from an interpreter that keeps every
+        tensor (and no delegate, which would hide them)."""
+        it = self._interpreter(experimental_preserve_all_tensors=True,
+                               experimental_op_resolver_type=self.litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        self._invoke(it, arrays)
+        details = {d["index"]: d for d in it.get_tensor_details()}
+        out = {}
+        for n in self.nodes:
+            d = details.get(n.output)
+            try:
+                value = it.get_tensor(n.output)
+            except ValueError:
+                continue
+            scale, zp = d["quantization"] if d else (0.0, 0)
+            out[n.output] = (value.copy(), (float(scale), int(zp)) if scale else None)
+        return out
+
+
+@contextmanager
+def _native_stderr_silenced():
+    """Point file descriptor 2 at /dev/null (native code writes there directly);
+    errors still arrive as Python exceptions."""
+    import sys
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def source_model(source, fmt: str | None = None):
+    """The source model in its runtime (OnnxSource or TFLiteSource)."""
+    if type(source).__module__.startswith("tflite") and hasattr(source, "_tab"):  # a tflite.Model
+        source, fmt = bytes(source._tab.Bytes), "tflite"
+    if fmt is None:
+        if isinstance(source, (str, os.PathLike)):
+            from .frontends import frontend_for
+            fmt = frontend_for(source)
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            from .frontends import sniff_format
+            fmt = sniff_format(bytes(source[:4096]), complete=len(source) <= 4096)
+        elif hasattr(source, "SerializeToString"):
+            fmt = "onnx"
+    if fmt == "onnx":
+        return OnnxSource(source)
+    if fmt == "tflite":
+        return TFLiteSource(source)
+    if fmt == "armnn":
+        raise VerifyError("the source model is an .armnn file; give the ONNX or TFLite model it came from")
+    raise VerifyError("the source model is neither ONNX nor TFLite")
+
+
+# -- inputs -----------------------------------------------------------------------------
+
+def _fits(shape, spec_shape) -> bool:
+    return len(shape) == len(spec_shape) and all(s is None or s == d for s, d in zip(spec_shape, shape))
+
+
+def _source_shape(spec: IoSpec, info: TensorInfo) -> tuple:
+    """The concrete source shape for an input whose .armnn twin has `info`."""
+    if all(d is not None for d in spec.shape):
+        return spec.shape
+    shape = info.shape
+    for cand in [shape] + ([tuple(shape[p] for p in perm) for perm in (_TO_NHWC, _TO_NCHW)] if len(shape) == 4 else []):
+        if _fits(cand, spec.shape):
+            return cand
+    raise VerifyError(f"input {spec.name!r}: the model's shape {_dims(spec.shape)} does not fit the "
+                      f".armnn input {_dims(shape)}")
+
+
+def _dims(shape) -> str:
+    return "x".join("?" if d is None else str(d) for d in shape) or "scalar"
+
+
+def random_inputs(specs: list[IoSpec], infos: list[TensorInfo], seed: int = 0) -> list[np.ndarray]:
+    """Seeded inputs: float N(0, 1); 8-bit integers over their whole range
+    (the input's quantization range); other integers in [0, 10); booleans."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec, info in zip(specs, infos):
+        shape, dt = _source_shape(spec, info), spec.dtype
+        if dt.kind == "f":
+            out.append(rng.standard_normal(shape).astype(dt))
+        elif dt in (np.uint8, np.int8):
+            lim = np.iinfo(dt)
+            out.append(rng.integers(lim.min, lim.max, shape, endpoint=True).astype(dt))
+        elif dt.kind in "iu":
+            out.append(rng.integers(0, 10, shape).astype(dt))
+        else:
+            out.append(rng.integers(0, 2, shape).astype(bool))
+    return out
+
+
+def load_inputs(paths: list, specs: list[IoSpec]) -> list[np.ndarray]:
+    """Inputs from .npy files (one per model input, in order) or one .npz
+    (keyed by input name, input_0.., or arr_0..)."""
+    if len(paths) == 1 and str(paths[0]).endswith(".npz"):
+        try:
+            with np.load(paths[0], allow_pickle=False) as z:
+                data = {k: z[k] for k in z.files}
+        except (OSError, ValueError) as e:
+            raise VerifyError(f"{paths[0]}: cannot read: {e}") from None
+        arrays = []
+        for i, s in enumerate(specs):
+            key = next((k for k in (s.name, f"input_{i}", f"arr_{i}") if k in data), None)
+            if key is None:
+                raise VerifyError(f"{paths[0]}: no array for input {s.name!r} (keys: {', '.join(sorted(data))})")
+            arrays.append(data[key])
+    else:
+        if len(paths) != len(specs):
+            raise VerifyError(f"the model has {len(specs)} inputs ({', '.join(s.name for s in specs)}), "
+                              f"got {len(paths)} files")
+        arrays = []
+        for p in paths:
+            try:
+                arrays.append(np.load(p, allow_pickle=False))
+            except (OSError, ValueError) as e:
+                raise VerifyError(f"{p}: cannot read: {e}") from None
+    return [_check_input(a, s) for a, s in zip(arrays, specs)]
+
+
+def _check_input(a: np.ndarray, spec: IoSpec) -> np.ndarray:
+    if a.dtype != spec.dtype:
+        same_kind = (a.dtype.kind == "f") == (spec.dtype.kind == "f") and a.dtype.kind != "b"
+        fits = same_kind and (spec.dtype.kind == "f" or (
+            a.size == 0 or (a.min() >= np.iinfo(spec.dtype).min and a.max() <= np.iinfo(spec.dtype).max)))
+        if not fits:
+            raise VerifyError(f"input {spec.name!r}: {a.dtype} data, the model takes {spec.dtype}")
+        a = a.astype(spec.dtype)
+    if not _fits(a.shape, spec.shape):
+        raise VerifyError(f"input {spec.name!r}: shape {_dims(a.shape)}, the model takes {_dims(spec.shape)}")
+    return a
+
+
+def _layouts(report: dict | None, key: str) -> dict:
+    """name -> True when the report says the .armnn tensor's layout differs from the model's."""
+    return {d["name"]: d.get("layout") != d.get("source_layout")
+            for d in (report or {}).get(key, []) if d.get("layout") and d.get("source_layout")}
+
+
+def _reshapings(shape: tuple, target: tuple, permuted_first: bool = False) -> list:
+    """Ways to bring an array of `shape` to `target`: None (as is), a
+    transpose (NCHW <-> NHWC), or "reshape" (same elements in order)."""
+    ways = [None] if tuple(shape) == tuple(target) else []
+    if len(shape) == 4:
+        perms = [p for p in (_TO_NCHW, _TO_NHWC) if tuple(shape[i] for i in p) == tuple(target)]
+        ways = perms + ways if permuted_first else ways + perms
+    if not ways and int(np.prod(shape)) == int(np.prod(target)):
+        ways = ["reshape"]
+    return ways
+
+
+def _apply(a: np.ndarray, way, target) -> np.ndarray:
+    if way is None:
+        return a
+    if way == "reshape":
+        return a.reshape(target)
+    return np.ascontiguousarray(a.transpose(way))
+
+
+def _real(a: np.ndarray, quant) -> np.ndarray:
+    a = np.asarray(a)
+    if quant is None:
+        return a.astype(np.float64)
+    return (a.astype(np.float64) - quant[1]) * quant[0]
+
+
+def _armnn_quant(info: TensorInfo):
+    return (info.scale, info.offset) if info.dtype.is_quantized else None
+
+
+def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = False) -> np.ndarray:
+    """A source input as the .armnn input `info` takes it: the layout
+    (a known NCHW <-> NHWC permutation), then the data type (int8 + 128
+    for QuantisedAsymm8, quantized with the .armnn input's parameters)."""
+    ways = _reshapings(a.shape, info.shape, permuted)
+    if not ways:
+        raise VerifyError(f"input {spec.name!r}: shape {_dims(a.shape)} does not fit the .armnn input "
+                          f"{_dims(info.shape)} (convert with --input-shape)")
+    a = _apply(a, ways[0], info.shape)
+    if info.dtype == DataType.QuantisedAsymm8:
+        if spec.quant == (info.scale, info.offset) and a.dtype == np.uint8:
+            return a
+        if spec.quant is not None and a.dtype == np.int8 and spec.quant[1] + 128 == info.offset \
+                and np.float32(spec.quant[0]) == np.float32(info.scale):
+            return (a.astype(np.int16) + 128).astype(np.uint8)
+        from .executor.numeric import quantize
+        return quantize(_real(a, spec.quant).astype(np.float32), info.scale, info.offset)
+    if info.dtype in (DataType.Float32, DataType.Float16):
+        return _real(a, spec.quant).astype(info.dtype.np_dtype)
+    if info.dtype == DataType.Signed32:
+        return a.astype(np.int32)
+    return a.astype(bool)
+
+
+# -- comparing --------------------------------------------------------------------------
+
+def compare(name: str, ref, ref_quant, got, got_info: TensorInfo, tol: Tolerance, ways=(None,)) -> Comparison:
+    """Compare the .armnn tensor `got` with the source's `ref` in real values,
+    under each of `ways` to match their shapes; the closest match counts."""
+    step = got_info.scale if got_info.dtype.is_quantized else (ref_quant[0] if ref_quant else None)
+    best = None
+    for way in ways:
+        g = _real(_apply(np.asarray(got), _inverse(way), np.shape(ref)), _armnn_quant(got_info))
+        r = _real(ref, ref_quant)
+        c = _errors(name, r, g.reshape(r.shape), tol, step)
+        if best is None or (c.ok, -c.max_abs) > (best.ok, -best.max_abs):
+            best = c
+    return best
+
+
+def _inverse(way):
+    if way is None or way == "reshape":
+        return way
+    return tuple(int(i) for i in np.argsort(way))
+
+
+def _errors(name, ref: np.ndarray, got: np.ndarray, tol: Tolerance, step) -> Comparison:
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where((ref == got) | (np.isnan(ref) & np.isnan(got)), 0.0, np.abs(got - ref))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    big = np.abs(ref) > tol.atol
+    max_rel = float((diff[big] / np.abs(ref[big])).max()) if big.any() else None
+    if step:
+        lsb = round(max_abs / step, 3)
+        ok = lsb <= tol.lsb
+    else:
+        lsb = None
+        ok = bool(np.all(diff <= tol.atol + tol.rtol * np.abs(np.nan_to_num(ref))))
+    return Comparison(name, tuple(ref.shape), max_abs, max_rel, lsb, ok)
+
+
+# -- the .armnn side --------------------------------------------------------------------
+
+def _armnn(armnn) -> tuple[Graph, object]:
+    """(graph, what a runner can load) from a path, bytes or a Graph."""
+    from .serialize import read, write
+    if isinstance(armnn, Graph):
+        return armnn, write(armnn)
+    data = _model_bytes(armnn)
+    try:
+        graph = read(data)
+    except ArmnnImportError as e:
+        raise type(e)(f"{armnn if isinstance(armnn, (str, os.PathLike)) else 'the .armnn data'}: {e}") from e
+    return graph, data
+
+
+def _run_runtime(runner: str, data, arrays) -> list[np.ndarray]:
+    from .testing.armnn_runtime import ArmnnRuntimeError, run_armnn
+    if not (os.path.isfile(runner) and os.access(runner, os.X_OK)):
+        raise VerifyError(f"--armnn-runtime {runner}: not an executable file")
+    try:
+        return run_armnn(data, arrays, runner=runner)
+    except ArmnnRuntimeError as e:
+        raise VerifyError(f"the Arm NN runner failed: {e}") from None
+
+
+def _match(specs: list[IoSpec], layers, what: str) -> list:
+    """The .armnn layer for each source input or output: by name, else in order."""
+    by_name = {l.name: l for l in layers}
+    if len(specs) != len(layers):
+        raise VerifyError(f"the source model has {len(specs)} {what}, the .armnn network {len(layers)}")
+    if all(s.name in by_name for s in specs):
+        return [by_name[s.name] for s in specs]
+    return list(layers)
+
+
+def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = Tolerance(),
+           per_layer: bool = False, report=None, armnn_runtime: str | None = None,
+           source_format: str | None = None) -> VerifyResult:
+    """Run `source` (path, bytes, onnx.ModelProto or tflite.Model) in its runtime and `armnn`
+    (path, bytes or Graph) in the numpy executor, or with the Arm NN runner at
+    `armnn_runtime`, and compare their outputs. `inputs`: arrays in the source
+    model's input order, or paths of .npy files / one .npz; default seeded
+    random. `report`: the conversion report (Report, its dict, or a JSON path),
+    for layouts and, with per_layer, the node -> layers map."""
+    if per_layer and armnn_runtime:
+        raise VerifyError("--per-layer needs the numpy executor (an Arm NN runner shows no intermediate tensors)")
+    report = _report_dict(report)
+    src = source_model(source, source_format)
+    graph, data = _armnn(armnn)
+    in_layers = _match(src.inputs, graph.input_layers, "inputs")
+    out_layers = _match(src.outputs, graph.output_layers, "outputs")
+    infos = [l.outputs[0] for l in in_layers]
+    if inputs is None:
+        arrays = random_inputs(src.inputs, infos, seed)
+        how = f"random, seed {seed}: " + ", ".join(
+            f"{s.name} {_dims(a.shape)} {a.dtype} {'N(0,1)' if a.dtype.kind == 'f' else 'uniform'}"
+            for s, a in zip(src.inputs, arrays))
+    elif all(isinstance(x, (str, os.PathLike)) for x in inputs):
+        arrays = load_inputs(list(inputs), src.inputs)
+        how = ", ".join(os.fspath(x) for x in inputs)
+    else:
+        if len(inputs) != len(src.inputs):
+            raise VerifyError(f"the model has {len(src.inputs)} inputs, got {len(inputs)} arrays")
+        arrays = [_check_input(np.asarray(a), s) for a, s in zip(inputs, src.inputs)]
+        how = "given arrays"
+    permuted = _layouts(report, "inputs")
+    feed = [adapt_input(a, s, l.outputs[0], permuted.get(l.name, False))
+            for a, s, l in zip(arrays, src.inputs, in_layers)]
+    # the executor's inputs go in binding-id order
+    order = {id(l): i for i, l in enumerate(in_layers)}
+    feed = [feed[order[id(l)]] for l in graph.input_layers]
+
+    ref = src.run(arrays)
+    values = None
+    if armnn_runtime:
+        got_all = _run_runtime(armnn_runtime, data, feed)
+        got = [got_all[graph.output_layers.index(l)] for l in out_layers]
+        engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
+    else:
+        from .executor import run_all
+        try:
+            values = run_all(graph, feed)
+        except ArmnnImportError as e:
+            raise VerifyError(f"the numpy executor cannot run the .armnn network: {e}") from None
+        got = [values[l.inputs[0]] for l in out_layers]
+        engines = f"{src.runtime} vs the numpy executor"
+    out_perm = _layouts(report, "outputs")
+    comps = []
+    for spec, layer, r, g in zip(src.outputs, out_layers, ref, got):
+        info = layer.inputs[0].info
+        ways = _reshapings(np.shape(r), g.shape, out_perm.get(layer.name, False))
+        if not ways:
+            raise VerifyError(f"output {spec.name!r}: shape {_dims(np.shape(r))} vs the .armnn output "
+                              f"{_dims(g.shape)}")
+        if layer.name in out_perm:
+            ways = ways[:1]  # the report says which layout the output has
+        comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways))
+    result = VerifyResult(comps, tolerance, how, engines)
+    if per_layer:
+        nodes = (report or {}).get("nodes")
+        if not nodes:
+            result.notes.append("per layer: node -> layers map from converting the source again (default options)")
+            from .api import convert
+            nodes = convert(source).report.to_dict()["nodes"]
+        _per_layer(result, src, arrays, graph, values, nodes, tolerance)
+    return result
+
+
+def _report_dict(report) -> dict | None:
+    if report is None or isinstance(report, dict):
+        return report
+    if hasattr(report, "to_dict"):
+        return report.to_dict()
+    import json
+    try:
+        with open(report) as f:
+            d = json.load(f)
+    except (OSError, ValueError) as e:
+        raise VerifyError(f"{report}: cannot read the report: {e}") from None
+    if not isinstance(d, dict) or "nodes" not in d:
+        raise VerifyError(f"{report}: not a conversion report of one model (armnn-import --report)")
+    return d
+
+
+def _per_layer(result: VerifyResult, src, arrays, graph: Graph, values: dict, nodes: list[dict],
+               tol: Tolerance) -> None:
+    """Compare each source node's output with the .armnn tensor of the last
+    layer the report records for it (the last one still in the file: passes
+    remove some, e.g. a Permute back to the model's layout), and name the
+    first layer that diverges."""
+    inter = src.intermediates(arrays)
+    layers = {l.name: l for l in graph.layers if l.outputs and l.type != LayerType.Input}
+    last = {n["node"]: next((layers[x] for x in reversed(n["layers"]) if x in layers), None)
+            for n in nodes if n.get("layers")}
+    comps: dict[str, Comparison] = {}
+    for node in src.nodes:
+        if node.n_outputs != 1:  # which layer computes which output is not recorded
+            continue
+        layer = last.get(node.name)
+        port = Port(layer, 0) if layer is not None and layer.outputs else None
+        if port is None or port not in values or node.output not in inter:
+            continue
+        ref, quant = inter[node.output]
+        got = values[port]
+        ways = _reshapings(got.shape, np.shape(ref))
+        if not ways:
+            continue
+        # `ways` maps .armnn -> source here; compare() wants source -> .armnn
+        c = compare(layer.name, ref, quant, got, layer.outputs[0], tol, [_inverse(w) for w in ways])
+        c.node, c.op, c.layer_type = node.name, node.op, layer.type.name
+        comps[node.name] = c
+    result.layers = [comps[n.name] for n in src.nodes if n.name in comps]
+    result.uncompared = len(src.nodes) - len(comps)
+    by_name = {n.name: n for n in src.nodes}
+    for node in src.nodes:
+        c = comps.get(node.name)
+        if c is None or c.ok:
+            continue
+        after = _next_compared(node, by_name, comps)
+        if after and all(comps[n].ok for n in after):
+            # the error is gone one step later: a pass rewrote this layer together with the
+            # next (e.g. a BatchNormalization's scale folded into the convolution's weights)
+            continue
+        result.first_divergence = c
+        break
+
+
+def _next_compared(node: Node, by_name: dict, comps: dict) -> set[str]:
+    """The nearest compared nodes downstream of `node`."""
+    found, seen, stack = set(), set(), list(node.consumers)
+    while stack:
+        n = stack.pop()
+        if n in seen or n not in by_name:
+            continue
+        seen.add(n)
+        if n in comps:
+            found.add(n)
+        else:
+            stack.extend(by_name[n].consumers)
+    return found

@@ -1,0 +1,85 @@
+"""`armnn-import ops`: the operator catalogue read from the frontends' registries,
+and docs/operators.md, which is its --markdown output."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import tflite
+from tflite.BuiltinOperator import BuiltinOperator
+
+from armnn_import import cli
+from armnn_import.catalogue import format_markdown, registries
+from armnn_import.ir.types import LayerType
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = REPO / "docs" / "operators.md"
+MODELS = REPO / "test_models"
+
+
+def main(capsys, *args):
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_docs_operators_md_is_current(capsys):
+    code, out, err = main(capsys, "ops", "--markdown")
+    assert (code, err) == (0, "")
+    assert DOC.read_text() == out, ("docs/operators.md is out of date: regenerate it with "
+                                    "`armnn-import ops --markdown > docs/operators.md`")
+
+
+def _markdown_rows(text: str, section: str) -> list[list[str]]:
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in body.splitlines()
+            if line.startswith("| ") and not line.startswith("| operator")]
+
+
+@pytest.mark.parametrize("fmt, title", [("onnx", "ONNX"), ("tflite", "TFLite")])
+def test_every_registry_entry_is_listed(fmt, title):
+    reg = registries([fmt])[fmt]
+    rows = _markdown_rows(format_markdown({fmt: reg}), title)
+    entries = reg.entries()
+    assert len(rows) == len(entries) > 20
+    layer_names = {t.name for t in LayerType}
+    for row, e in zip(rows, entries):
+        assert row[0] == e.op
+        assert row[1] in (e.version_range, str(e.since))
+        # the layers column names real Arm NN layer types of the schema
+        assert row[2] == "-" or set(row[2].split(", ")) <= layer_names, row
+
+
+def test_reference_models_ops_are_in_the_catalogue():
+    """Every operator of a reference model that converts is listed (model files read with the
+    onnx and tflite packages, not with the frontends)."""
+    import onnx
+
+    regs = registries()
+    onnx_ops = set(regs["onnx"].ops())
+    for e in json.loads((MODELS / "onnx" / "manifest.json").read_text())["models"]:
+        used = {n.op_type for n in onnx.load(MODELS / "onnx" / e["file"]).graph.node}
+        assert used - onnx_ops - {"Constant", "Shape"} == set(), e["file"]
+    names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
+    tfl_ops = set(regs["tflite"].ops())
+    for e in json.loads((MODELS / "tflite" / "manifest.json").read_text())["models"]:
+        if e["variant"] != "float32":
+            continue
+        m = tflite.Model.GetRootAsModel((MODELS / "tflite" / e["file"]).read_bytes(), 0)
+        codes = {names[max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())]
+                 for i in range(m.OperatorCodesLength())}
+        assert codes - tfl_ops == set(), e["file"]
+
+
+def test_text_listing_and_format_filter(capsys):
+    code, out, err = main(capsys, "ops")
+    assert (code, err) == (0, "")
+    assert out.startswith("ONNX: ") and "\nTFLite: " in out
+    assert any(line.split()[:3] == ["Conv", "1+", "Convolution2d,"] for line in out.splitlines())
+    code, out, _ = main(capsys, "ops", "--format", "tflite")
+    assert code == 0 and out.startswith("TFLite: ") and "ONNX" not in out
+    n_ops = len(registries(["tflite"])["tflite"].ops())
+    assert out.splitlines()[0].startswith(f"TFLite: {n_ops} operators")
+    code, out, err = main(capsys, "ops", "--format", "caffe")
+    assert code == 2 and out == "" and err.startswith("armnn-import: error: --format caffe: no such frontend")
