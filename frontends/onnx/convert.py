@@ -1,0 +1,518 @@
+"""ONNX model -> IR graph.
+
+1. load (external data confined to the model's folder), check the opset;
+2. pin the input shapes (a symbolic batch dimension becomes 1) and run ONNX
+   shape inference (only to word problems and to cross-check our shapes);
+3. pre-scan: every node that cannot be converted is reported at once;
+4. walk the nodes in order: fold those whose inputs are all constant (Shape
+   and Size fold on any tensor, shapes being static), drop Identity and
+   Dropout, lower the rest through the operator registry.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from armnn_import.errors import (ArmnnImportError, ConversionError, GraphError, LoadError, Problem,
+                                 UnsupportedModelError)
+from armnn_import.ir.descriptors import ReshapeDescriptor
+from armnn_import.ir.graph import Graph, Port
+from armnn_import.ir.types import DataType, LayerType, TensorInfo
+from armnn_import.lowering import NetBuilder, Unsupported
+
+from .context import MAX_RANK, LoweringContext
+from .fold import fold, shape_of
+from .loader import load_model
+from .nodes import Node, sparse_to_dense
+from .ops import REGISTRY
+from .registry import RANDOM_OPS, REFUSED
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+PASS_THROUGH = ("Identity", "Dropout")
+SHAPE_OPS = ("Shape", "Size")
+MIN_OPSET = 7
+INPUT_TYPES = {TensorProto.FLOAT: DataType.Float32, TensorProto.INT32: DataType.Signed32,
+               TensorProto.INT64: DataType.Signed32, TensorProto.BOOL: DataType.Boolean}
+
+
+def convert(source, options, report) -> Graph:
+    try:
+        return Converter(load_model(source), options, report).run()
+    except (ArmnnImportError, RecursionError):
+        raise
+    except Exception as e:  # noqa: BLE001 - a malformed model must not escape as a traceback
+        raise ConversionError(f"the ONNX model cannot be converted (internal error {type(e).__name__}: "
+                              f"{str(e)[:300]})") from e
+
+
+class ScanView:
+    """What the pre-scan knows, with the interface checks use."""
+
+    def __init__(self, conv: "Converter", const: set, values: dict):
+        self.opset, self._const, self._values, self._inferred = conv.opset, const, values, conv.inferred
+
+    def has(self, node, i):
+        return i < len(node.inputs) and node.inputs[i] != ""
+
+    def is_const(self, node, i):
+        return node.inputs[i] in self._const
+
+    def attr(self, node, key, default=None):
+        return node.attrs.get(key, default)
+
+    def value(self, node, i):
+        return self._values.get(node.inputs[i]) if self.has(node, i) else None
+
+    def shape(self, node, i):
+        """Inferred shape (a tuple with None for unknown dimensions), or None."""
+        if not self.has(node, i):
+            return None
+        v = self._values.get(node.inputs[i])
+        return v.shape if isinstance(v, np.ndarray) else self._inferred.get(node.inputs[i])
+
+
+class Converter(LoweringContext):
+    def __init__(self, model: onnx.ModelProto, options, report):
+        self.model, self.options, self.report = model, options, report
+        self.opset = self._default_opset()
+        self.g = Graph()
+        self.b = NetBuilder(self.g, report)
+        self.values: dict[str, object] = {}   # name -> np.ndarray | list (sequence) | Port
+        self.scalars: set[Port] = set()       # ports that are rank-0 in ONNX (stored as [1])
+        # booleans (see ops/logic.py): comparison sources, float 0/1 masks standing for booleans
+        self.bool_src: dict[Port, tuple] = {}
+        self.bool_cache: dict[Port, Port] = {}
+        self.bool_float: set[Port] = set()
+        self.inferred_types: dict[str, int] = {}
+        self.inferred: dict[str, tuple] = {}
+        self.anchor: Port | None = None       # a float input, to derive constants from
+        self.problems: list[Problem] = []
+        self.lowered_layers = 0
+
+    # -- setup --------------------------------------------------------------
+    def _default_opset(self) -> int:
+        versions = [o.version for o in self.model.opset_import if o.domain in DEFAULT_DOMAINS]
+        if not versions:
+            if self.model.ir_version and self.model.ir_version < 3:
+                versions = [1]
+            else:
+                raise LoadError("the model imports no opset of the default ONNX domain")
+        v, newest = int(versions[0]), onnx.defs.onnx_opset_version()
+        if v < MIN_OPSET:
+            raise ConversionError(f"the model uses opset {v}; opsets {MIN_OPSET} to {newest} are supported "
+                                  "(upgrade it with onnx.version_converter.convert_version(model, 13))")
+        if v > newest:
+            raise ConversionError(f"the model uses opset {v}, newer than the installed onnx "
+                                  f"{onnx.__version__} knows ({newest}); upgrade the onnx package")
+        return v
+
+    def run(self) -> Graph:
+        graph = self.model.graph
+        for t in graph.initializer:
+            self.values[t.name] = self._tensor(t)
+        for sp in graph.sparse_initializer:
+            try:
+                self.values[sp.values.name] = sparse_to_dense(sp)
+            except Exception as e:  # noqa: BLE001
+                raise LoadError(f"sparse initializer {sp.values.name!r} cannot be read: {e}") from None
+        self.model_opset = self.opset
+        self._inputs()
+        self._infer_shapes()
+        nodes = self._expand([Node(p, i, self.opset) for i, p in enumerate(graph.node)])
+        self.nodes = self._toposort([Node(n.proto, i, n.opset) for i, n in enumerate(nodes)])
+        with self.report.phase("onnx:pre-scan"):
+            flagged = self._scan()
+        # Lower even when the pre-scan found problems, to add those only found while
+        # lowering (value-dependent ones); flagged nodes and what depends on them are skipped.
+        with self.report.phase("onnx:lower"):
+            for node in self.nodes:
+                if node.index not in flagged:
+                    self._node(node)
+            self._outputs()
+        if self.problems:
+            order = {n.name: i for i, n in enumerate(self.nodes)}
+            self.problems.sort(key=lambda p: order.get(p.node, len(order)))
+            raise UnsupportedModelError(self.problems)
+        self._drop_unused_inputs()
+        return self.g
+
+    def _drop_unused_inputs(self) -> None:
+        """Arm NN cannot bind an input that feeds nothing (e.g. one whose shape
+        alone was used): drop those inputs, and the dead layers, with a warning."""
+        live, stack = set(), [l for l in self.g.layers if l.type == LayerType.Output]
+        while stack:
+            layer = stack.pop()
+            if id(layer) not in live:
+                live.add(id(layer))
+                stack.extend(p.layer for p in layer.inputs)
+        dead = [l for l in self.g.layers if id(l) not in live]
+        for l in dead:
+            if l.type == LayerType.Input:
+                self.report.warn(f"input {l.name!r} is not needed to compute the outputs (at most its shape "
+                                 "is used); the Arm NN network has no such input")
+        self.g.remove(dead)
+        for i, l in enumerate(self.g.input_layers):
+            l.binding_id = i
+        if not self.g.input_layers:
+            self.report.warn("the outputs do not depend on any input: the network computes constants")
+
+    def _expand(self, nodes: list[Node]) -> list[Node]:
+        """Replace operators that have no converter, but an ONNX function body, by the body."""
+        from .expand import MAX_ROUNDS, body_opset, function_body, inline
+
+        for rnd in range(MAX_ROUNDS):
+            out, changed = [], False
+            for node in nodes:
+                body = None
+                if (node.domain in DEFAULT_DOMAINS and node.op not in REFUSED and node.op not in RANDOM_OPS
+                        and node.op not in PASS_THROUGH + SHAPE_OPS + ("Constant",)
+                        and REGISTRY.lookup(node.op, node.opset) is None
+                        and not all(not i or isinstance(self.values.get(i), np.ndarray) for i in node.inputs)):
+                    fp = function_body(node.proto, node.opset, [self._type_proto(i) for i in node.inputs])
+                    body = fp and inline(node.proto, fp, f"{node.name}__f{rnd}_")
+                if body:
+                    opset = body_opset(fp, node.opset)
+                    out.extend(Node(p, 0, opset) for p in body)
+                    changed = True
+                else:
+                    out.append(node)
+            nodes = out
+            if not changed:
+                break
+        return nodes
+
+    def _type_proto(self, name: str):
+        from onnx import TypeProto
+
+        from .expand import type_proto
+
+        v = self.values.get(name)
+        if isinstance(v, np.ndarray):
+            try:
+                return type_proto(helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            except Exception:  # noqa: BLE001 - strings and other odd constants
+                return TypeProto()
+        if isinstance(v, Port):
+            vi = next((i for i in self.model.graph.input if i.name == name), None)
+            return vi.type if vi is not None else TypeProto()
+        if name in self.inferred_types:
+            return type_proto(self.inferred_types[name], self.inferred.get(name))
+        return TypeProto()
+
+    @staticmethod
+    def _tensor(t) -> np.ndarray:
+        try:
+            return numpy_helper.to_array(t)
+        except Exception as e:  # noqa: BLE001 - bad sizes, unknown types
+            raise LoadError(f"tensor {t.name!r} cannot be read: {e}") from None
+
+    def _toposort(self, nodes: list[Node]) -> list[Node]:
+        g = self.model.graph
+        available = {i.name for i in g.input} | set(self.values) | {""}
+        producer: dict[str, int] = {}
+        for n in nodes:
+            for o in n.outputs:
+                if o and (o in producer or o in available):
+                    raise LoadError(f"tensor {o!r} is produced twice (node {n.name!r})")
+                if o:
+                    producer[o] = n.index
+        users: dict[int, list[int]] = {n.index: [] for n in nodes}
+        missing = {}
+        for n in nodes:
+            deps = set()
+            for name in n.inputs + n.implicit:
+                if name in producer:
+                    deps.add(producer[name])
+                elif name not in available:
+                    raise LoadError(f"node {n.name!r} reads {name!r}, which no node, input or initializer provides")
+            missing[n.index] = len(deps)
+            for d in deps:
+                users[d].append(n.index)
+        heap = [i for i, k in missing.items() if k == 0]
+        heapq.heapify(heap)
+        order = []
+        while heap:
+            i = heapq.heappop(heap)
+            order.append(nodes[i])
+            for u in users[i]:
+                missing[u] -= 1
+                if missing[u] == 0:
+                    heapq.heappush(heap, u)
+        if len(order) != len(nodes):
+            raise LoadError("the graph has a cycle")
+        return order
+
+    def _inputs(self) -> None:
+        g, opts = self.model.graph, self.options
+        pinned = dict(opts.input_shapes or {})
+        runtime = [i for i in g.input if i.name not in self.values]
+        names = [i.name for i in runtime]
+        for k in pinned:
+            if k not in names:
+                raise ConversionError(f"--input-shape names {k!r}, which is not an input of the model "
+                                      f"(inputs: {', '.join(names) or 'none'})")
+        bad = []
+        for vi in runtime:
+            tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+            if tt is None:
+                bad.append(Problem("input", vi.name, "is not a tensor (sequences, maps and optionals "
+                                                      "cannot be network inputs)"))
+                continue
+            dtype = INPUT_TYPES.get(tt.elem_type)
+            if dtype is None:
+                bad.append(Problem("input", vi.name, f"has element type "
+                                   f"{TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in TensorProto.DataType.values() else tt.elem_type}; "
+                                   "Arm NN inputs here can be float32 (or int32/int64 indices, bool)",
+                                   "convert the model to float32"))
+                continue
+            if tt.elem_type == TensorProto.INT64:
+                self.report.warn(f"input {vi.name!r} is int64 in ONNX; it becomes a Signed32 (int32) input")
+            shape = self._input_shape(vi, tt, pinned.get(vi.name))
+            if len(shape) > MAX_RANK:
+                bad.append(Problem("input", vi.name, f"has {len(shape)} dimensions; Arm NN tensors have at most 5"))
+                continue
+            if any(d <= 0 for d in shape):
+                bad.append(Problem("input", vi.name, f"has an empty shape {shape}"))
+                continue
+            # write the pinned shape back so that shape inference sees it
+            del tt.shape.dim[:]
+            for d in shape:
+                tt.shape.dim.add().dim_value = d
+            port = self.g.add_input(vi.name, TensorInfo(shape or (1,), dtype))
+            if not shape:
+                self.scalars.add(port)
+            self.values[vi.name] = port
+            if self.anchor is None and dtype == DataType.Float32 and len(shape) <= 4:
+                self.anchor = port
+        if bad:
+            raise UnsupportedModelError(bad)
+
+    def _input_shape(self, vi, tt, pinned) -> tuple[int, ...]:
+        if pinned is not None:
+            try:
+                shape = tuple(int(d) for d in pinned)
+            except (TypeError, ValueError):
+                raise ConversionError(f"--input-shape {vi.name}: dimensions must be integers, got {pinned!r}") from None
+            if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
+                raise ConversionError(f"--input-shape {vi.name}: the input has {len(tt.shape.dim)} dimensions, "
+                                      f"{len(shape)} given")
+            if any(d <= 0 for d in shape):
+                raise ConversionError(f"--input-shape {vi.name}: dimensions must be positive, got {shape}")
+            for i, d in enumerate(tt.shape.dim if tt.HasField("shape") else []):
+                if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != shape[i]:
+                    raise ConversionError(f"--input-shape {vi.name}: dimension {i} is fixed to {d.dim_value} "
+                                          f"in the model, {shape[i]} given")
+            return shape
+        if not tt.HasField("shape"):
+            raise ConversionError(f"input {vi.name!r} has no shape in the model; give it with "
+                                  f"--input-shape {vi.name}=d0,d1,...")
+        shape = []
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                shape.append(int(d.dim_value))
+            elif i == 0:
+                what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
+                self.report.warn(f"input {vi.name!r}: the {what} batch dimension is set to 1 "
+                                 f"(use --input-shape {vi.name}=... to choose another)")
+                shape.append(1)
+            else:
+                what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
+                raise ConversionError(f"input {vi.name!r}: dimension {i} is {what}; Arm NN needs static "
+                                      f"shapes, give them with --input-shape {vi.name}=d0,d1,...")
+        return tuple(shape)
+
+    def _infer_shapes(self) -> None:
+        try:
+            inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False, data_prop=True)
+        except Exception:  # noqa: BLE001 - shape inference is advisory
+            return
+        g = inferred.graph
+        for vi in list(g.value_info) + list(g.output):
+            if not vi.type.HasField("tensor_type"):
+                continue
+            self.inferred_types[vi.name] = vi.type.tensor_type.elem_type
+            if not vi.type.tensor_type.HasField("shape"):
+                continue
+            self.inferred[vi.name] = tuple(int(d.dim_value) if d.HasField("dim_value") else None
+                                           for d in vi.type.tensor_type.shape.dim)
+
+    # -- pre-scan -----------------------------------------------------------
+    def _scan(self) -> set[int]:
+        """Check every node statically; record problems, return the indices of the failing nodes."""
+        const = {n for n, v in self.values.items() if not isinstance(v, Port)} | {""}
+        values = {n: v for n, v in self.values.items() if isinstance(v, np.ndarray)}
+        view = ScanView(self, const, values)
+        flagged = set()
+        for node in self.nodes:
+            ins = [i for i in node.inputs + node.implicit if i]
+            self.opset = view.opset = node.opset
+            problem = self._scan_node(node, view, const, ins)
+            if problem:
+                self.problems.append(Problem(node.op, node.name, *problem))
+                flagged.add(node.index)
+            elif node.op == "Constant" and "value" in node.attrs and node.outputs:
+                try:
+                    values[node.outputs[0]] = numpy_helper.to_array(node.attrs["value"])
+                except Exception:  # noqa: BLE001 - reported when folded
+                    pass
+            if problem is None and (all(i in const for i in ins) or node.op in SHAPE_OPS or
+                                    (node.op in PASS_THROUGH + ("CastLike",) and node.inputs
+                                     and node.inputs[0] in const)):
+                const.update(node.outputs)
+            elif node.op == "Dropout" and len(node.outputs) > 1:
+                const.add(node.outputs[1])  # the mask is all true at inference
+        self.opset = self.model_opset
+        return flagged
+
+    def _scan_node(self, node, view, const, ins):
+        if node.domain not in DEFAULT_DOMAINS:
+            return (f"operator domain {node.domain!r} is not supported",
+                    "only operators of the default ONNX domain can be converted")
+        if node.op in RANDOM_OPS:
+            return ("random numbers cannot be reproduced by Arm NN", "")
+        if node.op in PASS_THROUGH or node.op in SHAPE_OPS or all(i in const for i in ins):
+            return None
+        if node.op == "CastLike" and node.inputs and node.inputs[0] in const:
+            return None
+        entry = REGISTRY.lookup(node.op, self.opset)
+        if entry is None:
+            if node.op in REGISTRY.ops():
+                have = ", ".join(e.version_range for e in REGISTRY.entries() if e.op == node.op)
+                return (f"not supported at opset {self.opset} (supported opsets: {have})", "")
+            return (REFUSED.get(node.op, "no exact lowering onto Arm NN's layers"), "")
+        if entry.check is not None:
+            try:
+                r = entry.check(node, view)
+            except Exception as e:  # noqa: BLE001 - e.g. an attribute of the wrong type
+                r = f"invalid node ({type(e).__name__}: {str(e)[:200]})"
+            if r:
+                return (r, "") if isinstance(r, str) else tuple(r)
+        return None
+
+    # -- lowering -------------------------------------------------------------
+    def _node(self, node: Node) -> None:
+        if any(i and i not in self.values for i in node.inputs + node.implicit):
+            return  # downstream of a node that failed: already reported
+        self.opset = node.opset  # nodes from function bodies may use another opset
+        try:
+            self._lower(node)
+        except Unsupported as e:
+            self.problems.append(Problem(node.op, node.name, e.reason, e.hint))
+        except GraphError as e:
+            self.problems.append(Problem(node.op, node.name, f"cannot be lowered: {e}"))
+        except ArmnnImportError:
+            raise
+        except Exception as e:  # noqa: BLE001 - malformed attributes and the like: report, never crash
+            self.problems.append(Problem(node.op, node.name, f"cannot be lowered (internal error "
+                                         f"{type(e).__name__}: {str(e)[:200]})"))
+
+    def _lower(self, node: Node) -> None:
+        ins = [i for i in node.inputs + node.implicit if i]
+        if node.op in PASS_THROUGH:
+            return self._pass_through(node)
+        if node.op in SHAPE_OPS and node.inputs and isinstance(self.values[node.inputs[0]], Port):
+            shape = self.lshape(self.values[node.inputs[0]])
+            value = shape_of(node, shape) if node.op == "Shape" else np.array(int(np.prod(shape)), np.int64)
+            return self._folded(node, [value])
+        if all(not isinstance(self.values[i], Port) for i in ins):
+            return self._folded(node, fold(node, self.values, self.opset, node.implicit))
+        if node.op == "CastLike" and not isinstance(self.values[node.inputs[0]], Port):
+            # only the type of input 1 matters; a run-time tensor here is float32, int32 or bool
+            like = self.values[node.inputs[1]]
+            dtype = {"Float32": np.float32, "Signed32": np.int32, "Boolean": np.bool_}[like.info.dtype.name]
+            return self._folded(node, [np.asarray(self.values[node.inputs[0]]).astype(dtype)])
+        shapes = [self.inferred.get(o) for o in node.outputs if o]
+        if shapes and all(s is not None and None not in s and 0 in s for s in shapes):
+            # empty results hold no data: constants, whatever the inputs
+            return self._folded(node, [np.zeros(self.inferred[o], self._np_type(o)) if o else None
+                                       for o in node.outputs])
+        entry = REGISTRY.lookup(node.op, self.opset)
+        if entry.check is not None:
+            r = entry.check(node, self)
+            if r:
+                raise Unsupported(*((r,) if isinstance(r, str) else r))
+        first = len(self.g.layers)
+        out = entry.fn(self, node)
+        outs = [out] if isinstance(out, (Port, np.ndarray)) else list(out)
+        if len(outs) < len([o for o in node.outputs if o]):
+            raise Unsupported("only the first output is supported")
+        scalar_in = [self.values[i] in self.scalars for i in ins if isinstance(self.values[i], Port)]
+        for name, v in zip(node.outputs, outs):
+            if name and v is not None:
+                if isinstance(v, Port):
+                    # elementwise results of rank-0 tensors are rank 0 too (stored as [1])
+                    want = self.inferred.get(name)
+                    if v.info.shape == (1,) and (want == () or (want is None and scalar_in and all(scalar_in))):
+                        self.scalars.add(v)
+                    if v.info.dtype == DataType.Float32 and self.inferred_types.get(name) == TensorProto.BOOL:
+                        self.bool_float.add(v)  # e.g. a Reshape of a mask
+                    self._check_port(node, name, v)
+                self.values[name] = v
+        self.report.record(node.name, node.op, self.g.layers[first:])
+
+    def _np_type(self, name):
+        try:
+            return helper.tensor_dtype_to_np_dtype(self.inferred_types.get(name, TensorProto.FLOAT))
+        except Exception:  # noqa: BLE001 - undefined or exotic types
+            return np.float32
+
+    def _folded(self, node, outs) -> None:
+        for name, v in zip(node.outputs, outs):
+            if name:
+                self.values[name] = v
+        self.report.folded.append(node.name)
+
+    def _pass_through(self, node) -> None:
+        src = node.inputs[0] if node.inputs else ""
+        if node.op == "Dropout":
+            training = self.values.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+            if isinstance(training, Port):
+                raise Unsupported("training_mode computed at run time")
+            ratio = self.values.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else 0.5
+            if training is not None and bool(np.asarray(training)) and float(np.asarray(ratio)) != 0.0:
+                raise Unsupported("Dropout in training mode is random")
+            if len(node.outputs) > 1 and node.outputs[1]:
+                v = self.values[src]
+                shape = self.lshape(v) if isinstance(v, Port) else np.shape(v)
+                self.values[node.outputs[1]] = np.ones(shape, np.bool_)
+        self.values[node.outputs[0]] = self.values[src]
+        self.report.folded.append(node.name)
+
+    def _check_port(self, node, name, p: Port) -> None:
+        shape = p.info.shape
+        if not 1 <= len(shape) <= MAX_RANK:
+            raise Unsupported(f"produces a {len(shape)}-D tensor; Arm NN tensors have 1 to {MAX_RANK} dimensions")
+        want = self.inferred.get(name)
+        have = self.lshape(p)
+        if want is not None and None not in want and tuple(want) != tuple(have):
+            raise Unsupported(f"internal: the lowering gives {name!r} the shape {have}, "
+                              f"ONNX shape inference says {want}")
+
+    def _outputs(self) -> None:
+        for vi in self.model.graph.output:
+            v = self.values.get(vi.name)
+            if v is None or self.problems:
+                continue  # its producer failed (already reported), or the conversion will fail anyway
+            if isinstance(v, list):
+                self.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors"))
+                continue
+            try:
+                if not isinstance(v, Port):
+                    v = self.materialize(v, f"{vi.name}_value")
+                elif v in self.bool_float:  # a float 0/1 mask standing for a boolean output
+                    half = self.b.fill_like(v, 0.5, f"{vi.name}_half")
+                    v = self.b.binary(LayerType.Greater, v, half, f"{vi.name}_bool")
+                elif v.layer.type == LayerType.Input:
+                    # Arm NN wants a layer between an input and an output
+                    v = self.g.add(LayerType.Reshape, f"{vi.name}_copy", [v],
+                                   ReshapeDescriptor(v.info.shape)).out()
+            except Unsupported as e:
+                self.problems.append(Problem("output", vi.name, e.reason, e.hint))
+                continue
+            except GraphError as e:
+                self.problems.append(Problem("output", vi.name, f"cannot be produced: {e}"))
+                continue
+            self.g.add_output(vi.name, v)

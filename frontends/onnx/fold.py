@@ -1,0 +1,77 @@
+"""Constant folding of single ONNX nodes with onnx.reference (numpy for the
+few shape operators that also fold on runtime tensors, whose shapes are static)."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from armnn_import.lowering import Unsupported
+
+
+def shape_of(node, shape: tuple) -> np.ndarray:
+    """Shape(x) (with the opset-15 start/end attributes) of a tensor of static `shape`."""
+    rank = len(shape)
+    start = node.attrs.get("start", 0)
+    end = node.attrs.get("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return np.array(shape[start:end], dtype=np.int64)
+
+
+def constant_value(node) -> np.ndarray:
+    """The value of a Constant node, in any of its attribute forms."""
+    from onnx import numpy_helper
+
+    from .nodes import sparse_to_dense
+
+    (key, v), = node.attrs.items() if len(node.attrs) == 1 else ((None, None),)
+    if key == "value":
+        return numpy_helper.to_array(v)
+    if key == "sparse_value":
+        return sparse_to_dense(v)
+    forms = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
+             "value_ints": np.int64, "value_string": object, "value_strings": object}
+    if key not in forms:
+        raise Unsupported(f"a Constant needs exactly one value attribute, got {sorted(node.attrs)}")
+    return np.array(v, dtype=forms[key])
+
+
+def fold(node, values: dict, opset: int, implicit=()) -> list:
+    """Evaluate `node` (a frontends.onnx.nodes.Node) on constant inputs.
+    `values` maps input names (explicit and implicit) to numpy arrays."""
+    if node.op == "Constant" and node.domain in ("", "ai.onnx"):
+        try:
+            return [constant_value(node)]
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - malformed tensor data
+            raise Unsupported(f"the constant cannot be read ({type(e).__name__}: {e})") from None
+    names = [n for n in list(node.inputs) + list(implicit) if n]
+    names = list(dict.fromkeys(names))
+    inputs = []
+    for n in names:
+        if isinstance(values[n], list):  # a sequence (SequenceConstruct and friends)
+            inputs.append(helper.make_tensor_sequence_value_info(n, onnx.TensorProto.UNDEFINED, None))
+            continue
+        v = np.asarray(values[n])
+        try:
+            elem = helper.np_dtype_to_tensor_dtype(v.dtype)
+        except (KeyError, TypeError, ValueError):
+            elem = onnx.TensorProto.STRING if v.dtype == object else onnx.TensorProto.UNDEFINED
+        inputs.append(helper.make_tensor_value_info(n, elem, list(v.shape)))
+    outputs = [helper.make_tensor_value_info(n, onnx.TensorProto.UNDEFINED, None) for n in node.outputs if n]
+    graph = helper.make_graph([node.proto], "fold", inputs, outputs)
+    try:
+        from onnx.reference import ReferenceEvaluator
+
+        ev = ReferenceEvaluator(graph, opsets={"": opset})
+        res = ev.run(None, {n: values[n] if isinstance(values[n], list) else np.asarray(values[n])
+                            for n in names})
+    except Exception as e:  # noqa: BLE001 - any failure of the reference runtime
+        raise Unsupported(f"constant folding failed ({type(e).__name__}: {str(e)[:200]})") from None
+    out, it = [], iter(res)
+    for n in node.outputs:
+        v = next(it) if n else None
+        out.append(v if v is None or isinstance(v, list) else np.asarray(v))
+    return out

@@ -1,0 +1,116 @@
+"""Loading an ONNX model: from a path, bytes or a ModelProto, with external
+data confined to the model's own folder."""
+from __future__ import annotations
+
+import os
+
+import onnx
+from onnx import TensorProto
+
+from armnn_import.errors import LoadError
+
+
+def load_model(source) -> onnx.ModelProto:
+    """The ModelProto with every external tensor read in (raises LoadError)."""
+    if isinstance(source, onnx.ModelProto):
+        model = onnx.ModelProto()
+        model.CopyFrom(source)  # never modify the caller's model
+        base = None
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        model = _parse(bytes(source), "the model bytes")
+        base = None
+    else:
+        path = os.fspath(source)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except IsADirectoryError:
+            raise LoadError(f"{path}: is a directory, not a model file") from None
+        except OSError as e:
+            raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
+        model = _parse(data, path)
+        base = os.path.dirname(os.path.abspath(path))
+    externals = [t for t in _all_tensors(model) if t.data_location == TensorProto.EXTERNAL]
+    if externals and base is None:
+        raise LoadError(f"tensor {externals[0].name!r} keeps its data in an external file; "
+                        "give the model as a path so the file can be found beside it")
+    for t in externals:
+        _load_external(t, base)
+    if not model.HasField("graph"):
+        raise LoadError("the ONNX model has no graph")
+    return model
+
+
+def _parse(data: bytes, what: str) -> onnx.ModelProto:
+    if not data:
+        raise LoadError(f"{what}: the file is empty")
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RuntimeError
+        raise LoadError(f"{what}: not a valid ONNX model ({type(e).__name__}: {e})") from None
+    return model
+
+
+def _all_tensors(model: onnx.ModelProto):
+    """Every TensorProto in the model: initializers, sparse initializers and
+    tensor attributes, in subgraphs too (iterative, so deep nesting cannot
+    overflow the stack)."""
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        yield from g.initializer
+        for s in g.sparse_initializer:
+            yield s.values
+            yield s.indices
+        for node in g.node:
+            for a in node.attribute:
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+                if a.HasField("sparse_tensor"):
+                    yield a.sparse_tensor.values
+                    yield a.sparse_tensor.indices
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+
+
+def _load_external(tensor: TensorProto, base: str) -> None:
+    info = {e.key: e.value for e in tensor.external_data}
+    name = tensor.name or "(unnamed)"
+    loc = info.get("location", "")
+    if not loc:
+        raise LoadError(f"tensor {name!r}: external data without a location")
+    parts = loc.replace("\\", "/").split("/")
+    if os.path.isabs(loc) or loc.startswith(("/", "\\")) or (len(loc) > 1 and loc[1] == ":") \
+            or ".." in parts or "\0" in loc:
+        raise LoadError(f"tensor {name!r}: external data location {loc!r} is outside the model's folder "
+                        "(absolute paths and '..' are not allowed)")
+    path = os.path.join(base, *[p for p in parts if p not in ("", ".")])
+    real, root = os.path.realpath(path), os.path.realpath(base)
+    if os.path.commonpath([real, root]) != root:
+        raise LoadError(f"tensor {name!r}: external data location {loc!r} leads outside the model's "
+                        "folder (through a symbolic link)")
+    if not os.path.isfile(real):
+        raise LoadError(f"tensor {name!r}: external data file {loc!r} not found beside the model")
+    try:
+        offset = int(info.get("offset", 0) or 0)
+        length = int(info["length"]) if info.get("length", "") != "" else None
+    except ValueError:
+        raise LoadError(f"tensor {name!r}: external data offset/length are not integers") from None
+    size = os.path.getsize(real)
+    if length is None:
+        length = size - offset
+    if offset < 0 or length < 0 or offset + length > size:
+        raise LoadError(f"tensor {name!r}: external data offset {offset} and length {length} "
+                        f"run past the end of {loc!r} ({size} bytes)")
+    try:
+        with open(real, "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+    except OSError as e:
+        raise LoadError(f"tensor {name!r}: cannot read {loc!r}: {e.strerror or e}") from None
+    tensor.raw_data = data
+    tensor.data_location = TensorProto.DEFAULT
+    del tensor.external_data[:]

@@ -1,0 +1,62 @@
+"""ONNX nodes with decoded attributes, and graph helpers."""
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+from armnn_import.errors import LoadError
+
+
+class Node:
+    """One ONNX node with its attributes decoded (strings as str)."""
+
+    def __init__(self, proto, index: int, opset: int):
+        self.proto, self.index, self.opset = proto, index, opset
+        self.op, self.domain = proto.op_type, proto.domain
+        self.name = proto.name or f"{proto.op_type}_{index}"
+        self.inputs, self.outputs = list(proto.input), list(proto.output)
+        self.attrs = {}
+        for a in proto.attribute:
+            try:
+                v = helper.get_attribute_value(a)
+            except Exception as e:  # noqa: BLE001 - malformed attribute
+                raise LoadError(f"node {self.name!r}: attribute {a.name!r} cannot be read: {e}") from None
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                v = [x.decode("utf-8", "replace") for x in v]
+            self.attrs[a.name] = v
+        self.implicit = _implicit_inputs(proto)
+
+    def __repr__(self):
+        return f"<{self.op} {self.name!r}>"
+
+
+def _implicit_inputs(proto) -> list[str]:
+    """Outer-scope names read inside the node's subgraphs."""
+    graphs = [a.g for a in proto.attribute if a.HasField("g")] + [g for a in proto.attribute for g in a.graphs]
+    used, defined = [], set()
+    while graphs:
+        g = graphs.pop()
+        defined.update(i.name for i in g.input)
+        defined.update(i.name for i in g.initializer)
+        for n in g.node:
+            defined.update(n.output)
+            used.extend(n.input)
+            for a in n.attribute:
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+        used.extend(o.name for o in g.output)
+    return [u for u in dict.fromkeys(used) if u and u not in defined]
+
+
+def sparse_to_dense(sp) -> np.ndarray:
+    values = numpy_helper.to_array(sp.values)
+    idx = numpy_helper.to_array(sp.indices).astype(np.int64)
+    dense = np.zeros(tuple(sp.dims), values.dtype)
+    if idx.ndim == 1:
+        dense.reshape(-1)[idx] = values
+    else:
+        dense[tuple(idx.T)] = values
+    return dense

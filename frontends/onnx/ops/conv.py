@@ -1,0 +1,343 @@
+"""Convolutions and pooling (1-D and 2-D, NCHW)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from armnn_import.ir import descriptors as D
+from armnn_import.ir.shapes import pool_out_size
+from armnn_import.ir.types import DataLayout
+from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import LayerType as L
+from armnn_import.ir.types import OutputShapeRounding, PoolingAlgorithm
+from armnn_import.lowering import Unsupported
+
+from ..registry import all_checks, needs_const, register
+from .common import mean, power
+
+
+def _spatial_rank_check(node, ctx):
+    s = ctx.shape(node, 0)
+    if s is not None and len(s) not in (3, 4):
+        return (f"{len(s) - 2}-D {node.op} (only 1-D and 2-D are supported: Arm NN has 2-D layers only)", "")
+    return None
+
+
+def _to_4d(ctx, x, node):
+    """(x as NCHW, spatial rank): a 1-D input [N, C, L] becomes [N, C, 1, L]."""
+    shape = ctx.lshape(x)
+    if len(shape) == 3:
+        return ctx.b.reshape(x, (shape[0], shape[1], 1, shape[2]), ctx.name(node, "to4d")), 1
+    if len(shape) != 4:
+        raise Unsupported(f"{len(shape) - 2}-D {node.op} (only 1-D and 2-D are supported)")
+    return x, 2
+
+
+def _pair(v, nd, default):
+    """An attribute of `nd` spatial values as (h, w) (h = 1 for 1-D)."""
+    v = list(v) if v is not None else [default] * nd
+    if len(v) != nd:
+        raise Unsupported(f"expected {nd} values, got {v}")
+    return (default, v[0]) if nd == 1 else (v[0], v[1])
+
+
+def _pads(ctx, node, nd, in_hw, kernel, strides, dilations):
+    """(top, left, bottom, right) from pads / auto_pad."""
+    auto = ctx.attr(node, "auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        out = []
+        for size, k, s, d in zip(in_hw, kernel, strides, dilations):
+            total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
+            small, big = total // 2, total - total // 2
+            out.append((small, big) if auto == "SAME_UPPER" else (big, small))
+        return out[0][0], out[1][0], out[0][1], out[1][1]
+    if auto == "VALID":
+        return 0, 0, 0, 0
+    if auto not in ("NOTSET", ""):
+        raise Unsupported(f"auto_pad {auto!r}")
+    p = ctx.attr(node, "pads")
+    if p is None:
+        return 0, 0, 0, 0
+    if len(p) != 2 * nd:
+        raise Unsupported(f"pads {p} for a {nd}-D operation")
+    if any(v < 0 for v in p):
+        raise Unsupported(f"negative pads {p}")
+    return (0, p[0], 0, p[1]) if nd == 1 else (p[0], p[1], p[2], p[3])
+
+
+def _back(ctx, y, nd, node):
+    if nd == 1:
+        s = y.info.shape
+        return ctx.b.reshape(y, (s[0], s[1], s[3]), ctx.name(node, "to3d"))
+    return y
+
+
+@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d"),
+          check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
+def conv(ctx, node):
+    x, nd = _to_4d(ctx, ctx.port(node, 0), node)
+    w = ctx.const(node, 1, "weights").astype(np.float32)
+    bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
+    if w.ndim != nd + 2:
+        raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D convolution")
+    if nd == 1:
+        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+    groups = int(ctx.attr(node, "group", 1))
+    cin = x.info.shape[1]
+    if groups < 1 or cin % groups or w.shape[1] * groups != cin or w.shape[0] % groups:
+        raise Unsupported(f"group {groups} does not fit {cin} input channels and weights {w.shape}")
+    if bias is not None and bias.size != w.shape[0]:
+        raise Unsupported(f"bias of {bias.size} values for {w.shape[0]} output channels")
+    kernel = (w.shape[2], w.shape[3])
+    ks = ctx.attr(node, "kernel_shape")
+    if ks is not None and tuple(_pair(ks, nd, 1)) != kernel:
+        raise Unsupported(f"kernel_shape {ks} differs from the weights {w.shape}")
+    strides = _pair(ctx.attr(node, "strides"), nd, 1)
+    dil = _pair(ctx.attr(node, "dilations"), nd, 1)
+    pads = _pads(ctx, node, nd, x.info.shape[2:], kernel, strides, dil)
+    y = ctx.b.conv2d(x, w, bias, ctx.name(node), strides=strides, pads=pads, dilations=dil, groups=groups)
+    return _back(ctx, y, nd, node)
+
+
+def _pool_geometry(ctx, node, x, nd, kernel):
+    strides = _pair(ctx.attr(node, "strides"), nd, 1)
+    dil = _pair(ctx.attr(node, "dilations"), nd, 1)
+    pads = _pads(ctx, node, nd, x.info.shape[2:], kernel, strides, dil)
+    if dil != (1, 1):
+        ceil = bool(ctx.attr(node, "ceil_mode", 0))
+        full = [(size - (k - 1) * d - 1) % s == 0 for size, k, d, s in zip(x.info.shape[2:], kernel, dil, strides)]
+        if any(pads) or (ceil and not all(full)):
+            raise Unsupported("dilated pooling with padding or partial windows (Arm NN pools without dilation; "
+                              "only the unpadded case has an exact SpaceToBatchNd lowering)")
+        return strides, pads, False
+    ceil = bool(ctx.attr(node, "ceil_mode", 0))
+    # The output size ONNX wants (its ceil_mode drops a last window that starts in the end padding)
+    want = []
+    for size, k, s, lo, hi in zip(x.info.shape[2:], kernel, strides, pads[:2], pads[2:]):
+        if ctx.attr(node, "auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+            want.append(math.ceil(size / s))
+            continue
+        n = (size + lo + hi - k) / s
+        out = (math.ceil(n) if ceil else math.floor(n)) + 1
+        if ceil and (out - 1) * s >= size + lo:
+            out -= 1
+        want.append(out)
+    rounding = OutputShapeRounding.Ceiling if ceil else OutputShapeRounding.Floor
+    have = [pool_out_size(size, k, s, lo, hi, rounding)
+            for size, k, s, lo, hi in zip(x.info.shape[2:], kernel, strides, pads[:2], pads[2:])]
+    if have != want:
+        # e.g. SAME padding with ceil-like windows: try the other rounding
+        other = OutputShapeRounding.Floor if ceil else OutputShapeRounding.Ceiling
+        alt = [pool_out_size(size, k, s, lo, hi, other)
+               for size, k, s, lo, hi in zip(x.info.shape[2:], kernel, strides, pads[:2], pads[2:])]
+        if alt != want:
+            raise Unsupported(f"output size {want} cannot be reproduced by Arm NN pooling (it gives {have})")
+        ceil = not ceil
+    if any(k > size + lo + hi for size, k, lo, hi in zip(x.info.shape[2:], kernel, pads[:2], pads[2:])):
+        raise Unsupported("kernel larger than the padded input")
+    return strides, pads, ceil
+
+
+def dilated_pool(ctx, x, algo, kernel, strides, dil, name):
+    """Unpadded dilated pooling: SpaceToBatchNd splits the dilation phases into the batch,
+    each is pooled densely, BatchToSpaceNd interleaves them back, a StridedSlice strides."""
+    ctx.report.decomposition("dilated pooling", "SpaceToBatchNd, Pooling2d, BatchToSpaceNd, StridedSlice")
+    h, w = x.info.shape[2:]
+    (dy, dx), (kh, kw) = dil, kernel
+    eh, ew = (-h) % dy, (-w) % dx
+    if (h + eh) // dy < kh or (w + ew) // dx < kw:
+        raise Unsupported("dilated kernel larger than the input")
+    y = ctx.b.add(L.SpaceToBatchNd, f"{name}_s2b", [x],
+                  D.SpaceToBatchNdDescriptor((dy, dx), (0, eh, 0, ew), DataLayout.NCHW))
+    y = ctx.b.pool2d(y, algo, kernel, f"{name}_pool")
+    y = ctx.b.add(L.BatchToSpaceNd, f"{name}_b2s", [y],
+                  D.BatchToSpaceNdDescriptor((dy, dx), (0, eh, 0, ew), DataLayout.NCHW))
+    if tuple(strides) != (1, 1):
+        y = ctx.b.slice(y, [None] * 4, [None] * 4, [1, 1, strides[0], strides[1]], f"{name}_stride")
+    return y
+
+
+def _kernel(ctx, node, nd):
+    ks = ctx.attr(node, "kernel_shape")
+    if ks is None:
+        raise Unsupported("kernel_shape is missing")
+    return _pair(ks, nd, 1)
+
+
+def _pool(algo):
+    def convert(ctx, node):
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise Unsupported("the Indices output of MaxPool has no Arm NN equivalent")
+        x, nd = _to_4d(ctx, ctx.port(node, 0), node)
+        kernel = _kernel(ctx, node, nd)
+        strides, pads, ceil = _pool_geometry(ctx, node, x, nd, kernel)
+        include = bool(ctx.attr(node, "count_include_pad", 0))
+        dil = _pair(ctx.attr(node, "dilations"), nd, 1)
+        if dil != (1, 1):
+            y = dilated_pool(ctx, x, algo, kernel, strides, dil, ctx.name(node))
+        else:
+            y = ctx.b.pool2d(x, algo, kernel, ctx.name(node), strides=strides, pads=pads, ceil=ceil,
+                             exclude_pad=not include)
+        return _back(ctx, y, nd, node)
+    return convert
+
+
+register("MaxPool", since=1, layers=("Pooling2d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
+register("AveragePool", since=1, layers=("Pooling2d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
+
+
+@register("LpPool", since=1, layers=("Pooling2d", "Activation"), check=_spatial_rank_check)
+def lp_pool(ctx, node):
+    p = float(ctx.attr(node, "p", 2))
+    if p <= 0:
+        raise Unsupported(f"p={p}")
+    x, nd = _to_4d(ctx, ctx.port(node, 0), node)
+    kernel = _kernel(ctx, node, nd)
+    strides, pads, ceil = _pool_geometry(ctx, node, x, nd, kernel)
+    if ceil:
+        raise Unsupported("ceil_mode windows are clipped, so the average pool's divisor is not constant")
+    n, area = ctx.name(node), kernel[0] * kernel[1]
+    dil = _pair(ctx.attr(node, "dilations"), nd, 1)
+    # Arm NN 20.08's deserializer has no L2 pooling: average |x|^p with the padding
+    # counted (a constant divisor, the kernel area), times the area, then the p-th root.
+    ctx.report.decomposition("LpPool", "|x|^p, average Pooling2d counting the padding, times the kernel "
+                                       "area, p-th root (Sqrt, or Normalization as a power)")
+    t = power(ctx, x if p == 2 else ctx.b.activation(x, AF.Abs, f"{n}_abs"), p, f"{n}_pow")
+    if dil != (1, 1):
+        y = dilated_pool(ctx, t, PoolingAlgorithm.Average, kernel, strides, dil, f"{n}_avg")
+    else:
+        y = ctx.b.pool2d(t, PoolingAlgorithm.Average, kernel, f"{n}_avg", strides=strides, pads=pads,
+                         exclude_pad=False)
+    y = ctx.b.linear(y, float(area), 0.0, n if p == 1 else f"{n}_sum")
+    y = power(ctx, y, 1.0 / p, n)
+    return _back(ctx, y, nd, node)
+
+
+def _spatial_axes(ctx, x, node):
+    rank = len(ctx.lshape(x))
+    if rank < 3:
+        raise Unsupported(f"a {rank}-D input (global pooling needs N, C and spatial axes)")
+    return list(range(2, rank))
+
+
+@register("GlobalAveragePool", since=1, layers=("Mean",))
+def global_average_pool(ctx, node):
+    x = ctx.port(node, 0)
+    return mean(ctx, x, _spatial_axes(ctx, x, node), ctx.name(node))
+
+
+def _global_max(ctx, x, name):
+    shape = x.info.shape
+    flat = ctx.b.reshape(x, (shape[0], shape[1], 1, int(np.prod(shape[2:]))), f"{name}_flat")
+    y = ctx.b.pool2d(flat, PoolingAlgorithm.Max, (1, flat.info.shape[3]), name)
+    return ctx.b.reshape(y, shape[:2] + (1,) * (len(shape) - 2), f"{name}_shape")
+
+
+@register("GlobalMaxPool", since=1, layers=("Pooling2d",))
+def global_max_pool(ctx, node):
+    x = ctx.port(node, 0)
+    _spatial_axes(ctx, x, node)
+    return _global_max(ctx, x, ctx.name(node))
+
+
+@register("GlobalLpPool", since=2, layers=("Mean", "Activation"))
+def global_lp_pool(ctx, node):
+    p = float(ctx.attr(node, "p", 2))
+    if p <= 0:
+        raise Unsupported(f"p={p}")
+    x, n = ctx.port(node, 0), ctx.name(node)
+    axes = _spatial_axes(ctx, x, node)
+    count = int(np.prod([x.info.shape[a] for a in axes]))
+    t = power(ctx, x if p == 2 else ctx.b.activation(x, AF.Abs, f"{n}_abs"), p, f"{n}_pow")
+    m = ctx.b.linear(mean(ctx, t, axes, f"{n}_mean"), float(count), 0.0, n if p == 1 else f"{n}_sum")
+    return power(ctx, m, 1.0 / p, n)
+
+
+@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d"),
+          check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
+def conv_transpose(ctx, node):
+    """Zero-insertion upsampling (Reshape + Pad + Reshape per axis), then an
+    ordinary convolution with the flipped, transposed kernel: exact."""
+    x, nd = _to_4d(ctx, ctx.port(node, 0), node)
+    n = ctx.name(node)
+    w = ctx.const(node, 1, "weights").astype(np.float32)
+    bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
+    if w.ndim != nd + 2:
+        raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D transposed convolution")
+    if nd == 1:
+        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+    groups = int(ctx.attr(node, "group", 1))
+    cin = x.info.shape[1]
+    if groups < 1 or cin % groups or w.shape[0] != cin:
+        raise Unsupported(f"group {groups} does not fit {cin} input channels and weights {w.shape}")
+    strides = _pair(ctx.attr(node, "strides"), nd, 1)
+    dil = _pair(ctx.attr(node, "dilations"), nd, 1)
+    out_pad = _pair(ctx.attr(node, "output_padding"), nd, 0)
+    kernel = (w.shape[2], w.shape[3])
+    keff = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+    in_hw = x.info.shape[2:]
+    full = [s * (i - 1) + op + ke for s, i, op, ke in zip(strides, in_hw, out_pad, keff)]
+    out_shape = ctx.attr(node, "output_shape")
+    auto = ctx.attr(node, "auto_pad", "NOTSET")
+    if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = list(_pair(out_shape, nd, 1)) if out_shape is not None else \
+            [i * s for i, s in zip(in_hw, strides)]
+        begin, end = [], []
+        for f, t in zip(full, target):
+            total = f - t  # negative: the output extends past the full result (zeros + bias there)
+            # the ONNX spec: SAME_UPPER puts the odd one at the end, otherwise at the start
+            lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+            begin.append(lo)
+            end.append(total - lo)
+        pads = (begin[0], begin[1], end[0], end[1])
+    else:
+        p = ctx.attr(node, "pads") or [0] * (2 * nd)
+        if auto == "VALID":
+            p = [0] * (2 * nd)
+        if len(p) != 2 * nd or any(v < 0 for v in p):
+            raise Unsupported(f"pads {p}")
+        pads = (0, p[0], 0, p[1]) if nd == 1 else (p[0], p[1], p[2], p[3])
+    ctx.report.decomposition("ConvTranspose", "zero insertion (Reshape, Pad, Reshape), Pad/StridedSlice, "
+                                              "Convolution2d with the flipped kernel")
+    y = _zero_insert(ctx, x, strides, n)
+    # padding of the upsampled input: keff-1-pad_begin before, keff-1-pad_end+output_padding after
+    before = [ke - 1 - pads[i] for i, ke in enumerate(keff)]
+    after = [ke - 1 - pads[2 + i] + op for i, (ke, op) in enumerate(zip(keff, out_pad))]
+    y = _pad_or_crop(ctx, y, before, after, n)
+    go, gi = w.shape[1], cin // groups
+    # weights [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw], flipped spatially
+    wk = w.reshape(groups, gi, go, kernel[0], kernel[1]).transpose(0, 2, 1, 3, 4)
+    wk = wk.reshape(groups * go, gi, kernel[0], kernel[1])[:, :, ::-1, ::-1]
+    y = ctx.b.conv2d(y, np.ascontiguousarray(wk), bias, n, dilations=dil, groups=groups)
+    return _back(ctx, y, nd, node)
+
+
+def _zero_insert(ctx, x, strides, name):
+    """Insert s-1 zeros between neighbours along H and W (Pad on a reshaped view)."""
+    n, c, h, w = x.info.shape
+    sy, sx = strides
+    if sx > 1:
+        y = ctx.b.reshape(x, (n * c * h, w, 1), f"{name}_zw")
+        y = ctx.b.pad(y, [(0, 0), (0, 0), (0, sx - 1)], f"{name}_zwpad")
+        y = ctx.b.reshape(y, (n, c, h, w * sx), f"{name}_zwshape")
+        x = ctx.b.take(y, 3, 0, (w - 1) * sx + 1, f"{name}_zwcrop")
+        w = (w - 1) * sx + 1
+    if sy > 1:
+        y = ctx.b.reshape(x, (n * c, h, 1, w), f"{name}_zh")
+        y = ctx.b.pad(y, [(0, 0), (0, 0), (0, sy - 1), (0, 0)], f"{name}_zhpad")
+        y = ctx.b.reshape(y, (n, c, h * sy, w), f"{name}_zhshape")
+        x = ctx.b.take(y, 2, 0, (h - 1) * sy + 1, f"{name}_zhcrop")
+    return x
+
+
+def _pad_or_crop(ctx, x, before, after, name):
+    """Zero padding for positive amounts, cropping (StridedSlice) for negative ones, on H and W."""
+    shape = x.info.shape
+    crop_b = [max(-v, 0) for v in before]
+    crop_e = [max(-v, 0) for v in after]
+    if any(crop_b) or any(crop_e):
+        x = ctx.b.slice(x, [None, None, crop_b[0], crop_b[1]],
+                        [None, None, shape[2] - crop_e[0], shape[3] - crop_e[1]], [1, 1, 1, 1], f"{name}_crop")
+    pads = [(0, 0), (0, 0), (max(before[0], 0), max(after[0], 0)), (max(before[1], 0), max(after[1], 0))]
+    return ctx.b.pad(x, pads, f"{name}_pad")

@@ -1,0 +1,106 @@
+"""Elementwise binary and variadic operators."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.graph import Port
+from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import Unsupported
+
+from ..registry import needs_const, register
+from .common import binary, power
+
+BINARY = {"Add": L.Addition, "Sub": L.Subtraction, "Mul": L.Multiplication, "Div": L.Division}
+
+
+def _binary_op(ltype):
+    def convert(ctx, node):
+        return binary(ctx, ltype, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+    return convert
+
+
+for _op, _lt in BINARY.items():
+    register(_op, since=7, layers=(_lt.name,))(_binary_op(_lt))
+
+
+def _variadic(ltype):
+    def convert(ctx, node):
+        vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
+        if not vals:
+            raise Unsupported("no inputs")
+        # constants first, so that they fold into one operand
+        consts = [v for v in vals if not isinstance(v, Port)]
+        ports = [v for v in vals if isinstance(v, Port)]
+        acc = ports[0]
+        if len(ports) == 1 and not consts:
+            return acc
+        for k, v in enumerate(ports[1:] + consts):
+            acc = binary(ctx, ltype, acc, v, ctx.name(node, f"{k}") if k < len(ports) + len(consts) - 2
+                         else ctx.name(node))
+        return acc
+    return convert
+
+
+register("Sum", since=7, layers=("Addition",))(_variadic(L.Addition))
+register("Max", since=7, layers=("Maximum",))(_variadic(L.Maximum))
+register("Min", since=7, layers=("Minimum",))(_variadic(L.Minimum))
+
+
+@register("Mean", since=7, layers=("Addition", "Division"))
+def mean(ctx, node):
+    n = sum(1 for i in range(len(node.inputs)) if ctx.has(node, i))
+    total = _variadic(L.Addition)(ctx, node)
+    if n == 1:
+        return total
+    ctx.report.decomposition("Mean", "Additions, then Division by N (Linear when N is a power of two)")
+    return binary(ctx, L.Division, total, np.float32(n), ctx.name(node, "div"))
+
+
+def _pow_check(node, ctx):
+    e = ctx.value(node, 1)
+    if e is not None and (e.size != 1 or not _pow_ok(float(e.reshape(-1)[0]))):
+        return (f"exponent {e.reshape(-1)[:4].tolist()} has no exact lowering (a scalar >= 0, -0.5 or an "
+                "integer is needed)", "")
+    return None
+
+
+def _pow_ok(p: float) -> bool:
+    return p >= 0 or p == -0.5 or float(p).is_integer()
+
+
+@register("Pow", since=7, layers=("Activation", "Multiplication", "Division", "Rsqrt", "Normalization"),
+          check=lambda node, ctx: needs_const(1, what="exponent")(node, ctx) or _pow_check(node, ctx))
+def pow_(ctx, node):
+    x = ctx.port(node, 0)
+    e = ctx.const(node, 1, "exponent")
+    if e.size != 1 or not _pow_ok(float(e.reshape(-1)[0])):
+        raise Unsupported(f"exponent {e.reshape(-1)[:4].tolist()} has no exact lowering")
+    p, name, b = float(e.reshape(-1)[0]), ctx.name(node), ctx.b
+    shape = ctx.lshape(x)
+    if p == 0.0:
+        return b.fill_like(x, 1.0, name)
+    if p == -0.5:
+        return b.add(L.Rsqrt, name, [x])
+    if p < 0:  # 1 / x^|p| (integer |p|): inf at 0, as in ONNX
+        one = b.fill_like(x, 1.0, f"{name}_one")
+        return b.binary(L.Division, one, _positive_pow(ctx, x, -p, f"{name}_pos"), name)
+    return ctx.to_shape(_positive_pow(ctx, x, p, name), shape, f"{name}_shape")
+
+
+def _positive_pow(ctx, x, p, name):
+    b = ctx.b
+    if p == 1.0:
+        return b.linear(x, 1.0, 0.0, name)
+    if p in (2.0, 0.5):
+        return power(ctx, x, p, name)  # Square, Sqrt (NaN below 0, as in ONNX)
+    if p == 3.0:
+        return b.binary(L.Multiplication, b.activation(x, AF.Square, f"{name}_sq"), x, name)
+    ctx.report.decomposition("Pow", "|x|^p as Normalization (x * |x|^(p-1) for odd p; sqrt(x)^(2p) for "
+                                    "fractional p, so that negative bases give NaN)")
+    if float(p).is_integer():
+        mag = b.activation(x, AF.Abs, f"{name}_abs")
+        if int(p) % 2 == 0:
+            return power(ctx, mag, p, name)
+        return b.binary(L.Multiplication, x, power(ctx, mag, p - 1, f"{name}_even"), name)
+    return power(ctx, b.activation(x, AF.Sqrt, f"{name}_sqrt"), 2 * p, name)

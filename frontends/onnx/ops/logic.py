@@ -1,0 +1,212 @@
+"""Comparisons and booleans.
+
+Arm NN's Equal and Greater layers give Boolean tensors, which no other
+CpuRef layer accepts. So every other use of an ONNX boolean (Where, Not,
+And, Or, Cast, a Reshape of a mask, ...) works on a float 0/1 mask built
+from the comparison's operands with
+
+    step(t) = clamp(-floor(-t), 0, 1)   # 1 if t > 0, else 0: exact for finite t
+
+(a - b is non-zero whenever a != b, subnormals included). Float masks that
+stand for ONNX booleans are kept in ctx.bool_float and become Boolean again
+(Greater(mask, 0.5)) only where a graph output needs it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.graph import Port
+from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import DataType
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import Unsupported
+
+from ..registry import register
+from .common import binary
+
+
+def step(ctx, t: Port, name: str, negate: bool = False) -> Port:
+    """1 where t > 0 else 0 (negate: 1 where t <= 0 else 0), as float."""
+    b = ctx.b
+    f = b.add(L.Floor, f"{name}_floor", [b.linear(t, -1.0, 0.0, f"{name}_neg")])  # floor(-t)
+    ctx.report.decomposition("boolean mask", "step(t) = clamp(-floor(-t), 0, 1) on the comparison's operands")
+    if negate:  # floor(-t) + 1 >= 1 exactly when t <= 0
+        return b.clamp(b.linear(f, 1.0, 1.0, f"{name}_inc"), 0.0, 1.0, name)
+    return b.clamp(b.linear(f, -1.0, 0.0, f"{name}_ceil"), 0.0, 1.0, name)
+
+
+def _diff(ctx, a, b, name):
+    return binary(ctx, L.Subtraction, a, b, name)
+
+
+# kind -> (mask of a (op) b from the operands)
+_MASKS = {
+    "gt": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n),
+    "ge": lambda ctx, a, b, n: step(ctx, _diff(ctx, b, a, f"{n}_d"), n, negate=True),
+    "le": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n, negate=True),
+    "eq": lambda ctx, a, b, n: step(ctx, ctx.b.activation(_diff(ctx, a, b, f"{n}_d"), AF.Abs, f"{n}_abs"), n,
+                                    negate=True),
+}
+
+
+def compare(ctx, kind: str, a, b, name: str) -> Port:
+    """A Boolean a (op) b, with its float mask available through float01()."""
+    if kind == "gt":
+        y = binary(ctx, L.Greater, a, b, name)
+    elif kind == "eq":
+        y = binary(ctx, L.Equal, a, b, name)
+    else:  # a >= b  <=>  max(a, b) == a ;  a <= b  <=>  min(a, b) == a
+        m = binary(ctx, L.Maximum if kind == "ge" else L.Minimum, a, b, f"{name}_{kind}")
+        y = binary(ctx, L.Equal, m, a, name)
+    ctx.bool_src[y] = (kind, a, b, name)
+    return y
+
+
+def float01(ctx, v, name: str):
+    """An ONNX boolean as a float 0/1 Port (or numpy array for a constant)."""
+    if isinstance(v, np.ndarray):
+        return v.astype(np.float32)
+    if v in ctx.bool_float:
+        return v
+    if v in ctx.bool_cache:
+        return ctx.bool_cache[v]
+    src = ctx.bool_src.get(v)
+    if src is None:
+        raise Unsupported("a run-time boolean that does not come from a float comparison cannot be used "
+                          "as a number (Arm NN has no Cast layer)",
+                          "make the boolean a constant, or compute it from float comparisons")
+    kind, a, b, n = src
+    for operand in (a, b):
+        if isinstance(operand, Port) and operand.info.dtype != DataType.Float32:
+            raise Unsupported(f"a comparison of {operand.info.dtype.name} tensors used as a mask (its 0/1 "
+                              "form needs float operands)")
+    mask = ctx.to_shape(_MASKS[kind](ctx, a, b, f"{n}_mask"), ctx.lshape(v), f"{n}_mask_shape")
+    ctx.bool_cache[v] = mask
+    ctx.bool_float.add(mask)
+    return mask
+
+
+def _boolean_result(ctx, port):
+    ctx.bool_float.add(port)
+    return port
+
+
+@register("Equal", since=7, layers=("Equal",))
+def equal(ctx, node):
+    return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+
+
+@register("Greater", since=7, layers=("Greater",))
+def greater(ctx, node):
+    return compare(ctx, "gt", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+
+
+@register("Less", since=7, layers=("Greater",))
+def less(ctx, node):
+    return compare(ctx, "gt", ctx.val(node, 1), ctx.val(node, 0), ctx.name(node))
+
+
+@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal"))
+def greater_or_equal(ctx, node):
+    return compare(ctx, "ge", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+
+
+@register("LessOrEqual", since=12, layers=("Minimum", "Equal"))
+def less_or_equal(ctx, node):
+    return compare(ctx, "le", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+
+
+def _masks(ctx, node):
+    return [float01(ctx, ctx.val(node, i), ctx.name(node, f"in{i}")) for i in range(len(node.inputs))]
+
+
+@register("Not", since=1, layers=("Activation",))
+def not_(ctx, node):
+    (m,) = _masks(ctx, node)
+    return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
+
+
+@register("And", since=7, layers=("Multiplication",))
+def and_(ctx, node):
+    a, b = _masks(ctx, node)
+    return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
+
+
+@register("Or", since=7, layers=("Maximum",))
+def or_(ctx, node):
+    a, b = _masks(ctx, node)
+    return _boolean_result(ctx, binary(ctx, L.Maximum, a, b, ctx.name(node)))
+
+
+@register("Xor", since=7, layers=("Subtraction", "Activation"))
+def xor(ctx, node):
+    a, b = _masks(ctx, node)
+    d = binary(ctx, L.Subtraction, a, b, ctx.name(node, "diff"))
+    return _boolean_result(ctx, ctx.b.activation(d, AF.Abs, ctx.name(node)))
+
+
+@register("Where", since=9, layers=("Minimum", "Maximum", "Activation"))
+def where(ctx, node):
+    """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected
+    branch): with P = +inf where the condition holds and -inf elsewhere,
+        where(c, x, y) = max(min(P, x), min(-P, y))
+    Arm NN's min/max are std::min/std::max, so min(-inf, NaN) is -inf: a NaN or inf in the
+    unselected branch is dropped exactly. (A NaN in the selected branch becomes +inf.)"""
+    c, x, y = (ctx.val(node, i) for i in range(3))
+    n = ctx.name(node)
+    for v in (x, y):
+        if isinstance(v, Port) and v.info.dtype != DataType.Float32:
+            raise Unsupported(f"Where on {v.info.dtype.name} tensors (only float32 values can be selected)")
+    out_shape = np.broadcast_shapes(ctx.lshape(c), ctx.lshape(x), ctx.lshape(y))
+    ctx.report.decomposition("Where", "max(min(P, x), min(-P, y)) with P = +-inf from the condition")
+    inf = np.float32(np.inf)
+    if isinstance(c, np.ndarray):
+        cb = c.astype(bool)
+        p_pos = np.where(cb, inf, -inf).astype(np.float32)
+        p_neg = -p_pos
+    else:
+        m = float01(ctx, c, f"{n}_cond")
+        half = ctx.b.linear(m, float(np.finfo(np.float32).max), -float(np.finfo(np.float32).max) / 2, f"{n}_half")
+        p_pos = ctx.b.linear(half, 4.0, 0.0, f"{n}_pinf")  # +-FLT_MAX/2 * 4 overflows to +-inf
+        p_neg = ctx.b.linear(p_pos, -1.0, 0.0, f"{n}_ninf")
+
+    def pick(p, v, name):
+        if isinstance(p, np.ndarray) and isinstance(v, np.ndarray):
+            return np.where(p > 0, v, -inf).astype(np.float32)
+        p = p if isinstance(p, Port) else ctx.materialize(p, f"{name}_mask")
+        v = v if isinstance(v, Port) else ctx.materialize(np.asarray(v, np.float32), f"{name}_value")
+        return ctx.b.binary(L.Minimum, p, v, name)  # std::min(P, v): P's value unless v < P
+
+    tx, ty = pick(p_pos, x, f"{n}_x"), pick(p_neg, y, f"{n}_y")
+    tx = tx if isinstance(tx, Port) else ctx.materialize(tx, f"{n}_xc")
+    ty = ty if isinstance(ty, Port) else ctx.materialize(ty, f"{n}_yc")
+    return ctx.to_shape(ctx.b.binary(L.Maximum, tx, ty, n), out_shape, f"{n}_shape")
+
+
+@register("ThresholdedRelu", since=10, layers=("Activation", "Floor", "Multiplication"))
+def thresholded_relu(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    alpha = float(ctx.attr(node, "alpha", 1.0))
+    ctx.report.decomposition("ThresholdedRelu", "x * step(x - alpha)")
+    return ctx.b.binary(L.Multiplication, x, step(ctx, ctx.b.linear(x, 1.0, -alpha, f"{n}_shift"), f"{n}_mask"), n)
+
+
+@register("Sign", since=9, layers=("Activation", "Floor", "Subtraction"))
+def sign(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    ctx.report.decomposition("Sign", "step(x) - step(-x)")
+    pos = step(ctx, x, f"{n}_pos")
+    neg = step(ctx, ctx.b.linear(x, -1.0, 0.0, f"{n}_negx"), f"{n}_neg")
+    return ctx.b.binary(L.Subtraction, pos, neg, n)
+
+
+@register("Shrink", since=9, layers=("Activation", "Floor", "Multiplication", "Addition"))
+def shrink(ctx, node):
+    x, n, b = ctx.port(node, 0), ctx.name(node), ctx.b
+    lam, bias = float(ctx.attr(node, "lambd", 0.5)), float(ctx.attr(node, "bias", 0.0))
+    ctx.report.decomposition("Shrink", "(x + bias) * step(-lambd - x) + (x - bias) * step(x - lambd)")
+    lo = b.binary(L.Multiplication, b.linear(x, 1.0, bias, f"{n}_xpb"),
+                  step(ctx, b.linear(x, -1.0, -lam, f"{n}_lot"), f"{n}_lo"), f"{n}_lov")
+    hi = b.binary(L.Multiplication, b.linear(x, 1.0, -bias, f"{n}_xmb"),
+                  step(ctx, b.linear(x, 1.0, -lam, f"{n}_hit"), f"{n}_hi"), f"{n}_hiv")
+    return b.binary(L.Addition, lo, hi, n)

@@ -1,0 +1,160 @@
+"""Gemm and MatMul: FullyConnected for constant weights; two run-time
+operands become a broadcast Multiplication and a Mean * K (exact up to the
+order of the float summation)."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.graph import Port
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import Unsupported
+
+from ..registry import register
+from .common import binary, broadcast, repeat
+
+MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch entry up to this many
+
+
+def _fc(ctx, x: Port, w_oi: np.ndarray, bias, name: str) -> Port:
+    """x [..., K] @ w_oi.T -> [..., O] (the leading axes folded into the FC batch)."""
+    shape = x.info.shape
+    flat = ctx.b.reshape(x, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
+    y = ctx.b.fully_connected(flat, np.ascontiguousarray(w_oi, np.float32), bias, name)
+    return ctx.b.reshape(y, shape[:-1] + (w_oi.shape[0],), f"{name}_nd")
+
+
+def matmul_runtime(ctx, a: Port, b: Port, name: str) -> Port:
+    """a [..., M, K] @ b [..., K, N] for two run-time 2-D+ tensors."""
+    sa, sb = a.info.shape, b.info.shape
+    k = sa[-1]
+    if sb[-2] != k:
+        raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ")
+    batch = broadcast(sa[:-2], sb[:-2])
+    if len(batch) > 1:
+        # one batch axis, so that the product is 4-D (Arm NN's Mean takes at most 4-D):
+        # repeat broadcast batch axes, then merge them
+        nb = int(np.prod(batch, dtype=np.int64))
+        a, b = (_expand_batch(ctx, t, batch, f"{name}_{s}") for t, s in ((a, "a"), (b, "b")))
+        a = ctx.b.reshape(a, (nb,) + sa[-2:], f"{name}_a3d")
+        b = ctx.b.reshape(b, (nb,) + sb[-2:], f"{name}_b3d")
+        sa, sb = a.info.shape, b.info.shape
+    ctx.report.decomposition("MatMul", "two run-time operands: broadcast Multiplication [.., M, 1, K] x "
+                                       "[.., 1, N, K], Mean over K, times K")
+    bt = ctx.b.permute(b, tuple(range(len(sb) - 2)) + (len(sb) - 1, len(sb) - 2), f"{name}_bt")
+    a4 = ctx.b.reshape(a, sa[:-1] + (1, k), f"{name}_a")
+    b4 = ctx.b.reshape(bt, bt.info.shape[:-2] + (1,) + bt.info.shape[-2:], f"{name}_b")
+    prod = ctx.b.binary(L.Multiplication, a4, b4, f"{name}_mul")
+    m = ctx.b.mean(prod, [prod.info.rank - 1], False, f"{name}_mean")  # rank <= 4 here
+    y = ctx.b.linear(m, float(k), 0.0, name) if k != 1 else m
+    return ctx.b.reshape(y, batch + (sa[-2], sb[-1]), f"{name}_shape")
+
+
+def _expand_batch(ctx, x: Port, batch, name: str) -> Port:
+    shape = x.info.shape
+    x = ctx.b.reshape(x, (1,) * (len(batch) + 2 - len(shape)) + shape, f"{name}_rank")
+    for axis, d in enumerate(batch):
+        if x.info.shape[axis] != d:
+            x = repeat(ctx, x, axis, d, f"{name}_rep{axis}")
+    return x
+
+
+def matmul(ctx, a, b, name: str) -> Port:
+    """numpy.matmul semantics for Ports or constants (one of them run-time)."""
+    sa, sb = ctx.lshape(a), ctx.lshape(b)
+    if not sa or not sb:
+        raise Unsupported("MatMul of a scalar")
+    a2 = sa if len(sa) > 1 else (1,) + tuple(sa)
+    b2 = sb if len(sb) > 1 else tuple(sb) + (1,)
+    out = list(broadcast(a2[:-2], b2[:-2])) + [a2[-2], b2[-1]]
+    if len(sb) == 1:  # numpy drops the axes added to 1-D operands
+        out.pop(-1)
+    if len(sa) == 1:
+        out.pop(-2 if len(sb) > 1 else -1)
+    # 1-D operands: a [K] -> [1, K], b [K] -> [K, 1]
+    if len(sa) == 1:
+        a = a.reshape(1, -1) if isinstance(a, np.ndarray) else ctx.b.reshape(a, (1, sa[0]), f"{name}_a2d")
+    if len(sb) == 1:
+        b = b.reshape(-1, 1) if isinstance(b, np.ndarray) else ctx.b.reshape(b, (sb[0], 1), f"{name}_b2d")
+    sa, sb = ctx.lshape(a) if isinstance(a, Port) else a.shape, ctx.lshape(b) if isinstance(b, Port) else b.shape
+    if sa[-1] != sb[-2]:
+        raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ")
+    if isinstance(a, Port) and isinstance(b, Port):
+        y = matmul_runtime(ctx, a, b, name)
+    elif isinstance(a, Port):
+        y = _matmul_const_b(ctx, a, np.asarray(b, np.float32), name)
+    else:
+        # a @ b = (b^T @ a^T)^T
+        rb = len(sb)
+        swap = tuple(range(rb - 2)) + (rb - 1, rb - 2)
+        bt = ctx.b.permute(b, swap, f"{name}_bt")
+        at = np.swapaxes(np.asarray(a, np.float32), -1, -2)
+        y = _matmul_const_b(ctx, bt, at, f"{name}_t")
+        y = ctx.b.permute(y, tuple(range(y.info.rank - 2)) + (y.info.rank - 1, y.info.rank - 2), name)
+    return ctx.to_shape(y, tuple(out), f"{name}_out")
+
+
+def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
+    sa = a.info.shape
+    if b.ndim == 2 or all(d == 1 for d in b.shape[:-2]):
+        b2 = b.reshape(b.shape[-2:])
+        y = _fc(ctx, a, b2.T, None, name)
+        if b.ndim > len(sa):
+            y = ctx.b.reshape(y, (1,) * (b.ndim - len(sa)) + y.info.shape, f"{name}_rank")
+        return y
+    batch = tuple(np.broadcast_shapes(sa[:-2], b.shape[:-2]))
+    nb = int(np.prod(batch, dtype=np.int64))
+    if nb > MAX_BATCHED_FC:
+        raise Unsupported(f"MatMul with a constant batched right operand of {nb} matrices "
+                          f"(at most {MAX_BATCHED_FC} become separate FullyConnected layers)")
+    if len(batch) + 2 > 4:
+        raise Unsupported("MatMul with a constant batched right operand and more than 2 batch axes")
+    ctx.report.decomposition("MatMul", "constant batched right operand: StridedSlice per batch entry, "
+                                       "FullyConnected, Merger")
+    a_full = a
+    if sa[:-2] != batch:  # broadcast a's batch axes by repetition
+        a_full = binary(ctx, L.Addition, a, np.zeros(batch + (1, 1), np.float32), f"{name}_abcast")
+    bb = np.broadcast_to(b, batch + b.shape[-2:]).reshape((nb,) + b.shape[-2:])
+    a3 = ctx.b.reshape(a_full, (nb,) + sa[-2:], f"{name}_a3d")
+    parts = [_fc(ctx, ctx.b.take(a3, 0, i, i + 1, f"{name}_a{i}"), bb[i].T, None, f"{name}_fc{i}")
+             for i in range(nb)]
+    y = ctx.b.concat(parts, 0, f"{name}_cat")
+    return ctx.b.reshape(y, batch + (sa[-2], b.shape[-1]), f"{name}_nd")
+
+
+@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean"))
+def matmul_(ctx, node):
+    return matmul(ctx, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+
+@register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition"))
+def gemm(ctx, node):
+    n = ctx.name(node)
+    a, b = ctx.val(node, 0), ctx.val(node, 1)
+    alpha, beta = float(ctx.attr(node, "alpha", 1.0)), float(ctx.attr(node, "beta", 1.0))
+    if len(ctx.lshape(a)) != 2 or len(ctx.lshape(b)) != 2:
+        raise Unsupported("Gemm operands must be 2-D")
+    if ctx.attr(node, "transA", 0):
+        a = a.T if isinstance(a, np.ndarray) else ctx.b.permute(a, (1, 0), f"{n}_at")
+    if ctx.attr(node, "transB", 0):
+        b = b.T if isinstance(b, np.ndarray) else ctx.b.permute(b, (1, 0), f"{n}_bt")
+    m, nn = ctx.lshape(a)[0], ctx.lshape(b)[1]
+    c = ctx.val(node, 2)
+    bias = None
+    if isinstance(a, Port) and isinstance(b, np.ndarray):
+        w = (np.asarray(b, np.float64) * alpha).T.astype(np.float32)  # [N, K] = [O, I]
+        if c is not None and not isinstance(c, Port) and np.asarray(c).ndim <= 2 and \
+                (np.asarray(c).ndim < 2 or np.asarray(c).shape[0] == 1):
+            bias = np.broadcast_to(np.asarray(c, np.float64).reshape(-1) * beta, (nn,)).astype(np.float32)
+            c = None
+        y = ctx.b.fully_connected(a, w, bias, n if c is None else f"{n}_fc")
+    else:
+        y = matmul(ctx, a, b, n if c is None and alpha == 1.0 else f"{n}_mm")
+        if alpha != 1.0:
+            y = ctx.b.linear(y, alpha, 0.0, n if c is None else f"{n}_alpha")
+    if c is not None and beta != 0.0:
+        c = c if isinstance(c, Port) or beta == 1.0 else np.asarray(c, np.float32) * np.float32(beta)
+        if isinstance(c, Port) and beta != 1.0:
+            c = ctx.b.linear(c, beta, 0.0, f"{n}_beta")
+        y = binary(ctx, L.Addition, y, c, n)
+    return ctx.to_shape(y, (m, nn), f"{n}_shape")
+
+

@@ -1,0 +1,130 @@
+"""Reductions: Mean layers (times N for sums), Max pooling over a reshaped
+view for max/min, a Multiplication tree for small products."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import LayerType as L
+from armnn_import.ir.types import PoolingAlgorithm
+from armnn_import.lowering import Unsupported
+
+from ..registry import needs_const, register
+from .common import mean, norm_axes
+
+MAX_PROD = 32  # ReduceProd over more elements than this is refused (one Multiplication each)
+# opset from which `axes` is an input instead of an attribute
+AXES_INPUT_SINCE = {"ReduceSum": 13}
+
+
+def _axes(ctx, node, rank):
+    """(axes, keepdims) or (None, keepdims) for an identity (noop_with_empty_axes)."""
+    since = AXES_INPUT_SINCE.get(node.op, 18)
+    if ctx.opset < since:
+        axes = ctx.attr(node, "axes")
+    else:
+        axes = ctx.const(node, 1, "axes").reshape(-1).tolist() if ctx.has(node, 1) else None
+    keep = bool(ctx.attr(node, "keepdims", 1))
+    if not axes:
+        if ctx.attr(node, "noop_with_empty_axes", 0):
+            return None, keep
+        axes = range(rank)
+    return sorted(norm_axes(axes, rank)), keep
+
+
+def _out_shape(shape, axes, keep):
+    return tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
+        tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _mean_based(pre, scale_by_count, post):
+    def convert(ctx, node):
+        x, n = ctx.port(node, 0), ctx.name(node)
+        shape = ctx.lshape(x)
+        axes, keep = _axes(ctx, node, len(shape))
+        if axes is None:
+            return ctx.b.linear(x, 1.0, 0.0, n)
+        if not shape:
+            axes = []
+        count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+        y = ctx.b.activation(x, pre, f"{n}_pre") if pre is not None else x
+        y = mean(ctx, y, axes or [0], f"{n}_mean")
+        if scale_by_count and count != 1:
+            y = ctx.b.linear(y, float(count), 0.0, f"{n}_sum")
+        if post is not None:
+            y = ctx.b.activation(y, post, f"{n}_post")
+        return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
+    return convert
+
+
+_AXES = needs_const(1, what="axes")
+register("ReduceMean", since=1, layers=("Mean",), check=_AXES)(_mean_based(None, False, None))
+register("ReduceSum", since=1, layers=("Mean", "Activation"), check=_AXES)(_mean_based(None, True, None))
+register("ReduceSumSquare", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Square, True, None))
+register("ReduceL1", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Abs, True, None))
+register("ReduceL2", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
+
+
+def _grouped(ctx, x, axes, name):
+    """x with the reduced axes moved last and flattened: ([outer, R] port, R)."""
+    shape = x.info.shape
+    kept = [i for i in range(len(shape)) if i not in axes]
+    y = ctx.b.permute(x, kept + list(axes), f"{name}_last")
+    r = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    outer = int(np.prod([shape[a] for a in kept], dtype=np.int64))
+    return y, outer, r
+
+
+def _max(ctx, x, axes, name):
+    y, outer, r = _grouped(ctx, x, axes, name)
+    y = ctx.b.reshape(y, (1, outer, 1, r), f"{name}_4d")
+    return ctx.b.pool2d(y, PoolingAlgorithm.Max, (1, r), name)
+
+
+def _max_min(negate):
+    def convert(ctx, node):
+        x, n = ctx.port(node, 0), ctx.name(node)
+        shape = ctx.lshape(x)
+        axes, keep = _axes(ctx, node, len(shape))
+        if axes is None:
+            return ctx.b.linear(x, 1.0, 0.0, n)
+        if not shape:
+            return ctx.b.linear(x, 1.0, 0.0, n)
+        ctx.report.decomposition(node.op, "Permute the axes last, Reshape, Max Pooling2d over them"
+                                 + (" on -x, negated" if negate else ""))
+        y = ctx.b.linear(x, -1.0, 0.0, f"{n}_neg") if negate else x
+        y = _max(ctx, y, axes, f"{n}_max" if negate else n)
+        if negate:
+            y = ctx.b.linear(y, -1.0, 0.0, n)
+        return ctx.to_shape(y, _out_shape(shape, axes, keep), f"{n}_shape")
+    return convert
+
+
+register("ReduceMax", since=1, layers=("Permute", "Reshape", "Pooling2d"), check=_AXES)(_max_min(False))
+register("ReduceMin", since=1, layers=("Permute", "Reshape", "Pooling2d", "Activation"), check=_AXES)(_max_min(True))
+
+
+@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication"), check=_AXES)
+def reduce_prod(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(x)
+    axes, keep = _axes(ctx, node, len(shape))
+    if axes is None or not shape:
+        return ctx.b.linear(x, 1.0, 0.0, n)
+    y, outer, r = _grouped(ctx, x, axes, n)
+    if r > MAX_PROD:
+        raise Unsupported(f"a product of {r} elements (no logarithm/exponential pair to turn it into a sum; "
+                          f"at most {MAX_PROD} become Multiplications)")
+    ctx.report.decomposition("ReduceProd", "StridedSlice per element, Multiplication tree")
+    y = ctx.b.reshape(y, (outer, r), f"{n}_2d")
+    parts = ctx.b.split(y, 1, [1] * r, f"{n}_el")
+    k = 0
+    while len(parts) > 1:
+        nxt = []
+        for i in range(0, len(parts) - 1, 2):
+            nxt.append(ctx.b.binary(L.Multiplication, parts[i], parts[i + 1], f"{n}_mul{k}"))
+            k += 1
+        if len(parts) % 2:
+            nxt.append(parts[-1])
+        parts = nxt
+    return ctx.to_shape(parts[0], _out_shape(shape, axes, keep), f"{n}_shape")

@@ -1,0 +1,216 @@
+"""Resize and Upsample with static sizes.
+
+Resizing is separable and linear in the input, so each resized axis is a
+constant [out, in] interpolation matrix (plus a bias for the extrapolation
+value of tf_crop_and_resize). The matrices are computed by running the ONNX
+reference Resize on an identity matrix, so every mode and coordinate
+transformation follows the ONNX definition. Each axis then becomes:
+  nothing (identity), a repetition (Merger of copies; nearest with an
+  integer factor), one ResizeBilinear for both H and W when the matrices
+  equal Arm NN's (align_corners=false, half_pixel=false), or a
+  FullyConnected along the axis (exact up to the summation order).
+"""
+from __future__ import annotations
+
+import numpy as np
+from onnx import TensorProto, helper
+
+from armnn_import.ir import descriptors as D
+from armnn_import.ir.types import DataLayout
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import Unsupported
+
+from ..registry import needs_const, register
+from .common import norm_axes, repeat
+
+ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+         "extrapolation_value", "antialias")
+
+
+def axis_matrix(in_size: int, attrs: dict, scale=None, size=None, roi=None):
+    """(M [out, in], bias [out]) of a 1-D ONNX Resize along one axis."""
+    from onnx.reference import ReferenceEvaluator
+
+    names, inits = ["X", "", "", ""], []
+    if roi is not None:
+        names[1] = "roi"
+        inits.append(helper.make_tensor("roi", TensorProto.FLOAT, [4], [0.0, roi[0], 1.0, roi[1]]))
+    if size is not None:
+        names[3] = "sizes"
+        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [2], [in_size, int(size)]))
+    else:
+        names[2] = "scales"
+        inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [2], [1.0, float(scale)]))
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("Resize", names, ["Y"], **attrs)
+    graph = helper.make_graph([node], "axis", [helper.make_tensor_value_info("X", TensorProto.FLOAT, None)],
+                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
+    try:
+        ev = ReferenceEvaluator(graph, opsets={"": 19})
+        y = np.asarray(ev.run(None, {"X": np.eye(in_size, dtype=np.float32)})[0], np.float64)
+        bias = np.asarray(ev.run(None, {"X": np.zeros((1, in_size), np.float32)})[0], np.float64)[0]
+    except Exception as e:  # noqa: BLE001 - modes the reference rejects
+        raise Unsupported(f"the ONNX reference cannot evaluate this resize ({type(e).__name__}: {e})") from None
+    if y.ndim != 2 or y.shape[1] == 0:
+        raise Unsupported("the resized axis is empty")
+    return y.T - bias[:, None], bias
+
+
+def armnn_bilinear_matrix(in_size: int, out_size: int) -> np.ndarray:
+    """Arm NN 20.08 ResizeBilinear along one axis (Resize.cpp, no align_corners, no half pixel)."""
+    scale = np.float32(in_size) / np.float32(out_size)
+    m = np.zeros((out_size, in_size))
+    for y in range(out_size):
+        iy = np.float32(y) * scale
+        y0 = int(np.floor(iy))
+        w = float(iy - np.float32(y0))
+        m[y, y0] += 1.0 - w
+        m[y, min(y0 + 1, in_size - 1)] += w
+    return m
+
+
+def _repeat_factor(m: np.ndarray):
+    """r if m is nearest upsampling by the integer r (out[i] = in[i // r]), else None."""
+    o, i = m.shape
+    if o % i:
+        return None
+    r = o // i
+    want = np.zeros_like(m)
+    want[np.arange(o), np.arange(o) // r] = 1.0
+    return r if np.array_equal(m, want) else None
+
+
+def _apply_fc(ctx, x, axis, m, bias, name):
+    rank = x.info.rank
+    perm = [i for i in range(rank) if i != axis] + [axis]
+    xt = ctx.b.permute(x, perm, f"{name}_last")
+    shape = xt.info.shape
+    flat = ctx.b.reshape(xt, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
+    y = ctx.b.fully_connected(flat, m.astype(np.float32), None if not bias.any() else bias.astype(np.float32),
+                              f"{name}_fc")
+    y = ctx.b.reshape(y, shape[:-1] + (m.shape[0],), f"{name}_nd")
+    inv = [0] * rank
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return ctx.b.permute(y, inv, name)
+
+
+def _apply_repeat(ctx, x, axis, r, name):
+    shape = x.info.shape
+    before = int(np.prod(shape[:axis], dtype=np.int64))
+    after = int(np.prod(shape[axis + 1:], dtype=np.int64))
+    y = ctx.b.reshape(x, (before, shape[axis], 1, after), f"{name}_split")
+    y = repeat(ctx, y, 2, r, f"{name}_rep")
+    return ctx.b.reshape(y, shape[:axis] + (shape[axis] * r,) + shape[axis + 1:], name)
+
+
+def resize(ctx, node, x, per_axis: dict, attrs: dict):
+    """per_axis: axis -> dict(scale=..., size=..., roi=...) for every axis that may change."""
+    n = ctx.name(node)
+    shape = x.info.shape
+    mats = {}
+    for a in sorted(per_axis, reverse=True):  # inner axes first (matters for extrapolation biases)
+        m, bias = axis_matrix(shape[a], attrs, **per_axis[a])
+        if m.shape == (shape[a], shape[a]) and np.array_equal(m, np.eye(shape[a])) and not bias.any():
+            continue
+        mats[a] = (m, bias)
+    if not mats:
+        return ctx.b.linear(x, 1.0, 0.0, n) if x.info.dtype.name == "Float32" else x
+    ctx.report.decomposition("Resize", "per axis: Merger of copies (nearest, integer factor), ResizeBilinear "
+                                       "(when it equals Arm NN's), or FullyConnected with the interpolation matrix")
+    rank = len(shape)
+    hw = (rank - 2, rank - 1)
+    if rank == 4 and set(mats) <= set(hw) and not any(b.any() for _, b in mats.values()):
+        sizes = [mats[a][0].shape[0] if a in mats else shape[a] for a in hw]
+        if all(np.allclose(mats[a][0], armnn_bilinear_matrix(shape[a], sizes[i]), atol=1e-6)
+               for i, a in enumerate(hw) if a in mats):
+            return ctx.b.add(L.ResizeBilinear, n, [x],
+                             D.ResizeBilinearDescriptor(sizes[1], sizes[0], DataLayout.NCHW))
+    y = x
+    order = sorted(mats, reverse=True)
+    for k, a in enumerate(order):
+        m, bias = mats[a]
+        last = k == len(order) - 1
+        name = n if last else f"{n}_ax{a}"
+        r = _repeat_factor(m) if not bias.any() else None
+        y = _apply_repeat(ctx, y, a, r, name) if r else _apply_fc(ctx, y, a, m, bias, name)
+    return y
+
+
+def _attrs(ctx, node, legacy: bool):
+    attrs = {k: ctx.attr(node, k) for k in ATTRS if ctx.attr(node, k) is not None}
+    if legacy:  # Upsample and Resize-10: asymmetric coordinates, nearest rounds down
+        attrs = {"mode": attrs.get("mode", "nearest"), "coordinate_transformation_mode": "asymmetric"}
+        if attrs["mode"] not in ("nearest", "linear", "bilinear"):
+            raise Unsupported(f"mode {attrs['mode']!r}")
+        if attrs["mode"] == "bilinear":
+            attrs["mode"] = "linear"
+        if attrs["mode"] == "nearest":
+            attrs["nearest_mode"] = "floor"
+    return attrs
+
+
+def _legacy(ctx, node, x, scales):
+    scales = [float(s) for s in np.asarray(scales, np.float64).reshape(-1)]
+    if len(scales) != x.info.rank:
+        raise Unsupported(f"{len(scales)} scales for a {x.info.rank}-D input")
+    attrs = _attrs(ctx, node, legacy=True)
+    if attrs["mode"] == "nearest" and any(s < 1 for s in scales):
+        raise Unsupported("nearest downsampling before opset 11 rounds differently between runtimes")
+    return resize(ctx, node, x, {a: {"scale": s} for a, s in enumerate(scales) if s != 1.0}, attrs)
+
+
+@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected"))
+def upsample7(ctx, node):
+    return _legacy(ctx, node, ctx.port(node, 0), ctx.attr(node, "scales"))
+
+
+@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+          check=needs_const(1, what="scales"))
+def upsample9(ctx, node):
+    return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
+
+
+@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+          check=needs_const(1, what="scales"))
+def resize10(ctx, node):
+    return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
+
+
+@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+          check=needs_const(1, 2, 3, what="roi/scales/sizes"))
+def resize11(ctx, node):
+    x = ctx.port(node, 0)
+    rank = x.info.rank
+    attrs = _attrs(ctx, node, legacy=False)
+    if ctx.attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise Unsupported("keep_aspect_ratio_policy other than 'stretch'")
+    axes = norm_axes(ctx.attr(node, "axes", list(range(rank))), rank)
+    scales = ctx.const(node, 2).reshape(-1) if ctx.has(node, 2) else np.zeros(0)
+    sizes = ctx.const(node, 3).reshape(-1) if ctx.has(node, 3) else np.zeros(0)
+    roi = ctx.const(node, 1).reshape(-1).astype(np.float64) if ctx.has(node, 1) else np.zeros(0)
+    crop = attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize"
+    if crop and roi.size != 2 * len(axes):
+        raise Unsupported("tf_crop_and_resize needs an roi with a start and end per axis")
+    per_axis = {}
+    for k, a in enumerate(axes):
+        spec = {}
+        if sizes.size:
+            if sizes.size != len(axes):
+                raise Unsupported(f"{sizes.size} sizes for {len(axes)} axes")
+            if int(sizes[k]) <= 0:
+                raise Unsupported("an empty output")
+            spec["size"] = int(sizes[k])
+        elif scales.size:
+            if scales.size != len(axes):
+                raise Unsupported(f"{scales.size} scales for {len(axes)} axes")
+            if float(scales[k]) <= 0:
+                raise Unsupported(f"scale {float(scales[k])}")
+            spec["scale"] = float(scales[k])
+        else:
+            raise Unsupported("neither scales nor sizes is given")
+        if crop:
+            spec["roi"] = (float(roi[k]), float(roi[k + len(axes)]))
+        per_axis[a] = spec
+    return resize(ctx, node, x, per_axis, attrs)

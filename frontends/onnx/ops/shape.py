@@ -1,0 +1,387 @@
+"""Shape and data-movement operators."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir import descriptors as D
+from armnn_import.ir.graph import Port
+from armnn_import.ir.types import DataLayout, DataType
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import Unsupported
+
+from ..registry import needs_const, register
+from .common import axes_input, binary, norm_axes, repeat
+
+MAX_SLICE_GATHER = 16  # constant-index gathers with more runs than this use a one-hot FullyConnected
+
+
+def reshape_target(in_shape, shape, allowzero=False) -> tuple:
+    shape = [int(d) for d in np.asarray(shape).reshape(-1)]
+    out = [in_shape[i] if d == 0 and not allowzero and i < len(in_shape) else d for i, d in enumerate(shape)]
+    total = int(np.prod(in_shape, dtype=np.int64))
+    if out.count(-1) > 1 or any(d < -1 for d in out):
+        raise Unsupported(f"invalid target shape {shape}")
+    if -1 in out:
+        rest = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        if rest == 0 or total % rest:
+            raise Unsupported(f"cannot reshape {tuple(in_shape)} to {shape}")
+        out[out.index(-1)] = total // rest
+    if int(np.prod(out, dtype=np.int64)) != total:
+        raise Unsupported(f"cannot reshape {tuple(in_shape)} to {shape}")
+    return tuple(out)
+
+
+@register("Reshape", since=5, layers=("Reshape",), check=needs_const(1, what="shape"))
+def reshape(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    target = reshape_target(ctx.lshape(x), ctx.const(node, 1, "shape"), bool(ctx.attr(node, "allowzero", 0)))
+    return ctx.to_shape(x, target, ctx.name(node))
+
+
+@register("Flatten", since=1, layers=("Reshape",))
+def flatten(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    shape = ctx.lshape(x)
+    axis = int(ctx.attr(node, "axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis <= len(shape):
+        raise Unsupported(f"axis {axis} out of range")
+    return ctx.to_shape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))),
+                        ctx.name(node))
+
+
+@register("Squeeze", since=1, layers=("Reshape",), check=needs_const(1, what="axes"))
+def squeeze(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    shape = ctx.lshape(x)
+    axes = axes_input(ctx, node, 13, 1)
+    axes = [i for i, d in enumerate(shape) if d == 1] if axes is None else norm_axes(axes, len(shape))
+    if any(shape[a] != 1 for a in axes):
+        raise Unsupported(f"squeezing axes {axes} of shape {shape} that are not 1")
+    return ctx.to_shape(x, tuple(d for i, d in enumerate(shape) if i not in axes), ctx.name(node))
+
+
+@register("Unsqueeze", since=1, layers=("Reshape",), check=needs_const(1, what="axes"))
+def unsqueeze(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    shape = list(ctx.lshape(x))
+    axes = axes_input(ctx, node, 13, 1)
+    if axes is None:
+        raise Unsupported("axes are missing")
+    rank = len(shape) + len(axes)
+    for a in sorted(norm_axes(axes, rank)):
+        shape.insert(a, 1)
+    return ctx.to_shape(x, tuple(shape), ctx.name(node))
+
+
+@register("Transpose", since=1, layers=("Permute",))
+def transpose(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    rank = len(ctx.lshape(x))
+    perm = ctx.attr(node, "perm") or list(range(rank))[::-1]
+    if sorted(perm) != list(range(rank)):
+        raise Unsupported(f"perm {perm} is not a permutation of {rank} axes")
+    if rank <= 1:
+        return x
+    return ctx.b.permute(x, perm, ctx.name(node))
+
+
+@register("Concat", since=4, layers=("Merger",))
+def concat(ctx, node):
+    vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
+    vals = [v for v in vals if int(np.prod(ctx.lshape(v), dtype=np.int64)) > 0]  # empty inputs add nothing
+    if not vals:
+        raise Unsupported("every input is empty")
+    rank = len(ctx.lshape(vals[0]))
+    axis = norm_axes([ctx.attr(node, "axis", 0)], rank)[0]
+    boolean = any(isinstance(v, np.ndarray) and v.dtype == np.bool_ or isinstance(v, Port) and
+                  (v.info.dtype == DataType.Boolean or v in ctx.bool_float) for v in vals)
+    if boolean:  # CpuRef moves no Boolean tensors: concatenate the float 0/1 masks
+        from .logic import float01
+        vals = [float01(ctx, v, ctx.name(node, f"in{i}_mask")) for i, v in enumerate(vals)]
+    ports = [v if isinstance(v, Port) else ctx.materialize(v, ctx.name(node, f"in{i}")) for i, v in enumerate(vals)]
+    dtypes = {p.info.dtype for p in ports}
+    if len(dtypes) != 1:
+        raise Unsupported(f"inputs of different Arm NN types {sorted(d.name for d in dtypes)}")
+    y = ports[0] if len(ports) == 1 else ctx.b.concat(ports, axis, ctx.name(node))
+    if boolean:
+        ctx.bool_float.add(y)
+    return y
+
+
+@register("Split", since=2, layers=("StridedSlice",), check=needs_const(1, what="split"))
+def split(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    shape = ctx.lshape(x)
+    axis = norm_axes([ctx.attr(node, "axis", 0)], len(shape))[0]
+    n = len(node.outputs)
+    if ctx.opset < 13:
+        sizes = ctx.attr(node, "split")
+    else:
+        sizes = [int(v) for v in ctx.const(node, 1, "split").reshape(-1)] if ctx.has(node, 1) else None
+    dim = shape[axis]
+    if sizes is None:
+        num = int(ctx.attr(node, "num_outputs", n))
+        step = -(-dim // num)
+        sizes = [min(step, dim - i * step) for i in range(num)]
+    if sum(sizes) != dim or len(sizes) != n or any(s < 0 for s in sizes):
+        raise Unsupported(f"split sizes {list(sizes)} for an axis of {dim} into {n} outputs")
+    outs, at = [], 0
+    for i, size in enumerate(sizes):
+        if size == 0:  # an empty tensor holds no data: it is a constant
+            outs.append(np.zeros(shape[:axis] + (0,) + shape[axis + 1:], x.info.dtype.np_dtype))
+        else:
+            outs.append(ctx.b.take(x, axis, at, at + size, ctx.name(node, str(i))))
+        at += size
+    return outs
+
+
+@register("Slice", since=1, layers=("StridedSlice",), check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
+def slice_(ctx, node):
+    x = ctx.port(node, 0, dtypes=None)
+    shape = ctx.lshape(x)
+    rank = len(shape)
+    if ctx.opset < 10:
+        starts, ends, axes, steps = ctx.attr(node, "starts"), ctx.attr(node, "ends"), ctx.attr(node, "axes"), None
+    else:
+        starts, ends = ctx.const(node, 1).reshape(-1).tolist(), ctx.const(node, 2).reshape(-1).tolist()
+        axes = ctx.const(node, 3).reshape(-1).tolist() if ctx.has(node, 3) else None
+        steps = ctx.const(node, 4).reshape(-1).tolist() if ctx.has(node, 4) else None
+    axes = norm_axes(axes if axes is not None else range(len(starts)), rank)
+    steps = steps or [1] * len(axes)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise Unsupported("starts, ends, axes and steps differ in length")
+    begin, end, stride = [None] * rank, [None] * rank, [1] * rank
+    out = list(shape)
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        if st == 0:
+            raise Unsupported("step 0")
+        big = 2 ** 62  # ONNX uses +-INT64_MAX for "to the end"; Python slices clamp the same way
+        s, e = max(min(int(s), big), -big), max(min(int(e), big), -big)
+        begin[a], end[a], stride[a] = s, e, int(st)
+        out[a] = len(range(*slice(s, e, int(st)).indices(shape[a])))
+    if 0 in out:  # an empty tensor holds no data: it is a constant
+        return np.zeros(tuple(out), x.info.dtype.np_dtype)
+    return ctx.b.slice(x, begin, end, stride, ctx.name(node))
+
+
+def _pad_check(node, ctx):
+    mode = ctx.attr(node, "mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        return (f"mode {mode!r}", "")
+    return needs_const(1, 2, 3, what="pads/value/axes")(node, ctx)
+
+
+@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger"), check=_pad_check)
+def pad(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(x)
+    rank = len(shape)
+    mode = ctx.attr(node, "mode", "constant")
+    if ctx.opset < 11:
+        pads, value, axes = ctx.attr(node, "pads"), float(ctx.attr(node, "value", 0.0)), None
+    else:
+        pads = ctx.const(node, 1, "pads").reshape(-1).tolist()
+        value = float(ctx.const(node, 2).reshape(-1)[0]) if ctx.has(node, 2) and ctx.const(node, 2).size else 0.0
+        axes = ctx.const(node, 3).reshape(-1).tolist() if ctx.has(node, 3) else None
+    axes = norm_axes(axes if axes is not None else range(rank), rank)
+    if len(pads) != 2 * len(axes):
+        raise Unsupported(f"{len(pads)} pads for {len(axes)} axes")
+    before, after = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        before[a], after[a] = int(pads[i]), int(pads[i + len(axes)])
+    # negative pads crop
+    if any(v < 0 for v in before + after):
+        x = ctx.b.slice(x, [max(-v, 0) for v in before], [d - max(-v, 0) for d, v in zip(shape, after)],
+                        [1] * rank, f"{n}_crop")
+        before, after = [max(v, 0) for v in before], [max(v, 0) for v in after]
+        shape = x.info.shape
+    if mode == "constant":
+        if rank > 4:
+            raise Unsupported(f"constant padding of a {rank}-D tensor (Arm NN Pad takes at most 4-D)")
+        y = ctx.b.pad(x, list(zip(before, after)), n if value == 0 else f"{n}_zero")
+        if value != 0 and y is not x:
+            ctx.report.decomposition("Pad", "non-zero constant: zero Pad, plus a constant that is the "
+                                            "value on the border and 0 inside")
+            border = np.full(y.info.shape, value, np.float32)
+            border[tuple(slice(b, b + d) for b, d in zip(before, shape))] = 0.0
+            y = binary(ctx, L.Addition, y, border, n)
+        return y
+    ctx.report.decomposition("Pad", f"{mode}: StridedSlices and a Merger per padded axis")
+    for a in range(rank):
+        pb, pe = before[a], after[a]
+        if not pb and not pe:
+            continue
+        d = x.info.shape[a]
+        parts = []
+        if mode == "reflect":
+            if pb > d - 1 or pe > d - 1:
+                raise Unsupported(f"reflect padding of {max(pb, pe)} on an axis of {d}")
+            if pb:
+                parts.append(ctx.b.take(x, a, pb, 0, f"{n}_ax{a}_lo", step=-1))
+            parts.append(x)
+            if pe:
+                parts.append(ctx.b.take(x, a, d - 2, d - 2 - pe, f"{n}_ax{a}_hi", step=-1))
+        elif mode == "edge":
+            if pb:
+                parts.append(repeat(ctx, ctx.b.take(x, a, 0, 1, f"{n}_ax{a}_first"), a, pb, f"{n}_ax{a}_lo"))
+            parts.append(x)
+            if pe:
+                parts.append(repeat(ctx, ctx.b.take(x, a, d - 1, d, f"{n}_ax{a}_last"), a, pe, f"{n}_ax{a}_hi"))
+        else:  # wrap
+            if pb > d or pe > d:
+                raise Unsupported(f"wrap padding of {max(pb, pe)} on an axis of {d}")
+            if pb:
+                parts.append(ctx.b.take(x, a, d - pb, d, f"{n}_ax{a}_lo"))
+            parts.append(x)
+            if pe:
+                parts.append(ctx.b.take(x, a, 0, pe, f"{n}_ax{a}_hi"))
+        x = ctx.b.concat(parts, a, f"{n}_ax{a}")
+    return x
+
+
+@register("Tile", since=6, layers=("Merger",), check=needs_const(1, what="repeats"))
+def tile(ctx, node):
+    x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    reps = [int(r) for r in ctx.const(node, 1, "repeats").reshape(-1)]
+    if len(reps) != x.info.rank or any(r < 1 for r in reps):
+        raise Unsupported(f"repeats {reps} for a {x.info.rank}-D input")
+    for a, r in enumerate(reps):
+        x = repeat(ctx, x, a, r, f"{n}_ax{a}")
+    return x
+
+
+@register("Expand", since=8, layers=("Reshape", "Merger"), check=needs_const(1, what="shape"))
+def expand(ctx, node):
+    x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    shape = ctx.lshape(x)
+    target = [int(v) for v in ctx.const(node, 1, "shape").reshape(-1)]
+    try:
+        out = tuple(np.broadcast_shapes(shape, tuple(target)))
+    except ValueError:
+        raise Unsupported(f"shape {shape} does not broadcast to {target}") from None
+    if 0 in out:
+        raise Unsupported("the result is empty")
+    y = ctx.b.reshape(x, (1,) * (len(out) - len(shape)) + tuple(shape), f"{n}_rank") if out else x
+    for a, d in enumerate(out):
+        if y.info.shape[a] != d:
+            y = repeat(ctx, y, a, d, f"{n}_ax{a}")
+    return ctx.to_shape(y, out, f"{n}_shape")
+
+
+def _runs(idx):
+    """Split indices into maximal arithmetic runs: [(start, step, count)]."""
+    runs, i = [], 0
+    while i < len(idx):
+        if i + 1 < len(idx) and idx[i + 1] != idx[i]:
+            step = idx[i + 1] - idx[i]
+            j = i + 1
+            while j + 1 < len(idx) and idx[j + 1] - idx[j] == step:
+                j += 1
+            runs.append((idx[i], step, j - i + 1))
+            i = j + 1
+        else:
+            runs.append((idx[i], 1, 1))
+            i += 1
+    return runs
+
+
+def _gather_check(node, ctx):
+    if ctx.has(node, 1) and not ctx.is_const(node, 1):
+        return ("run-time indices need Arm NN's Gather layer, which Arm NN 20.08 cannot load from this "
+                "format (its deserializer reads a Gather descriptor the early schema does not have)",
+                "make the indices constant")
+    return None
+
+
+@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected"), check=_gather_check)
+def gather(ctx, node):
+    data, indices, n = ctx.val(node, 0), ctx.val(node, 1), ctx.name(node)
+    dshape, ishape = ctx.lshape(data), ctx.lshape(indices)
+    axis = norm_axes([ctx.attr(node, "axis", 0)], len(dshape))[0]
+    out = dshape[:axis] + ishape + dshape[axis + 1:]
+    if isinstance(indices, Port):
+        raise Unsupported(_gather_check(node, ctx)[0])
+    idx = np.asarray(indices).astype(np.int64).reshape(-1)
+    dim = dshape[axis]
+    if idx.size == 0:
+        raise Unsupported("empty indices")
+    if (idx < -dim).any() or (idx >= dim).any():
+        raise Unsupported(f"indices out of range for an axis of {dim}")
+    idx = np.where(idx < 0, idx + dim, idx).tolist()
+    x = data
+    runs = _runs(idx)
+    if len(runs) <= MAX_SLICE_GATHER or x.info.dtype != DataType.Float32:
+        if len(runs) > 4 * MAX_SLICE_GATHER:
+            raise Unsupported(f"gathering {len(idx)} scattered indices of a non-float tensor")
+        parts = []
+        for k, (start, step, count) in enumerate(runs):
+            stop = start + step * count
+            parts.append(ctx.b.take(x, axis, start, stop if stop >= 0 else None, f"{n}_run{k}", step=step))
+        y = ctx.b.concat(parts, axis, f"{n}_cat")
+    else:
+        ctx.report.decomposition("Gather", "many constant indices: FullyConnected with a one-hot matrix")
+        rank = x.info.rank
+        perm = [i for i in range(rank) if i != axis] + [axis]
+        xt = ctx.b.permute(x, perm, f"{n}_last")
+        onehot = np.zeros((len(idx), dim), np.float32)
+        onehot[np.arange(len(idx)), idx] = 1.0
+        flat = ctx.b.reshape(xt, (int(np.prod(xt.info.shape[:-1], dtype=np.int64)), dim), f"{n}_2d")
+        y = ctx.b.fully_connected(flat, onehot, None, f"{n}_fc")
+        y = ctx.b.reshape(y, xt.info.shape[:-1] + (len(idx),), f"{n}_nd")
+        inv = [0] * rank
+        for i, p in enumerate(perm):
+            inv[p] = i
+        y = ctx.b.permute(y, inv, f"{n}_back")
+    return ctx.to_shape(y, out, f"{n}_shape")
+
+
+def _block_check(node, ctx):
+    s = ctx.shape(node, 0)
+    if s is not None and len(s) != 4:
+        return (f"a {len(s)}-D input (needs 4-D NCHW)", "")
+    return None
+
+
+@register("DepthToSpace", since=1, layers=("Reshape", "Permute", "BatchToSpaceNd"), check=_block_check)
+def depth_to_space(ctx, node):
+    x, nm = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    if x.info.rank != 4:
+        raise Unsupported("needs a 4-D NCHW input")
+    bs = int(ctx.attr(node, "blocksize"))
+    n, c, h, w = x.info.shape
+    if c % (bs * bs):
+        raise Unsupported(f"{c} channels are not divisible by blocksize^2 = {bs * bs}")
+    co = c // (bs * bs)
+    ctx.report.decomposition("DepthToSpace", "Reshape, Permute (blocks to the batch axis), BatchToSpaceNd")
+    if ctx.attr(node, "mode", "DCR") == "DCR":  # channel = (i*bs + j)*co + c
+        y = ctx.b.reshape(x, (n, bs * bs, co * h * w), f"{nm}_blocks")
+        y = ctx.b.permute(y, (1, 0, 2), f"{nm}_tobatch")
+    else:  # CRD: channel = c*bs*bs + i*bs + j
+        y = ctx.b.reshape(x, (n, co, bs * bs, h * w), f"{nm}_blocks")
+        y = ctx.b.permute(y, (2, 0, 1, 3), f"{nm}_tobatch")
+    y = ctx.b.reshape(y, (bs * bs * n, co, h, w), f"{nm}_batched")
+    return ctx.b.add(L.BatchToSpaceNd, nm, [y], D.BatchToSpaceNdDescriptor((bs, bs), (0, 0, 0, 0), DataLayout.NCHW))
+
+
+@register("SpaceToDepth", since=1, layers=("SpaceToBatchNd", "Reshape", "Permute"), check=_block_check)
+def space_to_depth(ctx, node):
+    x, nm = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    if x.info.rank != 4:
+        raise Unsupported("needs a 4-D NCHW input")
+    bs = int(ctx.attr(node, "blocksize"))
+    n, c, h, w = x.info.shape
+    if h % bs or w % bs:
+        raise Unsupported(f"spatial size {h}x{w} is not divisible by blocksize {bs}")
+    ctx.report.decomposition("SpaceToDepth", "SpaceToBatchNd, Permute (blocks to the channel axis), Reshape")
+    y = ctx.b.add(L.SpaceToBatchNd, f"{nm}_s2b", [x],
+                  D.SpaceToBatchNdDescriptor((bs, bs), (0, 0, 0, 0), DataLayout.NCHW))
+    # batch index (i*bs + j)*n + b; DCR wants channel (i*bs + j)*c + k, CRD k*bs*bs + i*bs + j
+    if ctx.attr(node, "mode", "DCR") == "CRD":
+        y = ctx.b.reshape(y, (bs * bs, n, c, (h // bs) * (w // bs)), f"{nm}_blocks")
+        y = ctx.b.permute(y, (1, 2, 0, 3), f"{nm}_tochannels")
+    else:
+        y = ctx.b.reshape(y, (bs * bs, n, c * (h // bs) * (w // bs)), f"{nm}_blocks")
+        y = ctx.b.permute(y, (1, 0, 2), f"{nm}_tochannels")
+    return ctx.b.reshape(y, (n, bs * bs * c, h // bs, w // bs), nm)
+

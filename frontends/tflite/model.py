@@ -1,0 +1,321 @@
+"""Reading a .tflite file into plain Python objects, defensively.
+
+The `tflite` package reads FlatBuffers without any verification: an offset
+past the end raises struct.error, a bad vtable offset raises TypeError, and a
+corrupted vector length can make a loop run for billions of iterations. So
+every vector length is checked against the file size before it is iterated,
+the total number of elements read is bounded by the file size, and every
+exception the package can raise is turned into a LoadError. Semantic
+references (tensor, buffer and opcode indices, buffer sizes) are checked too.
+"""
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from armnn_import.errors import LoadError
+from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
+
+# TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
+NP_TYPES = {
+    0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
+    7: np.int16, 9: np.int8, 10: np.float64, 12: np.uint64, 15: np.uint32, 16: np.uint16,
+}
+TYPE_NAMES = {
+    0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING", 6: "BOOL",
+    7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 11: "COMPLEX128", 12: "UINT64",
+    13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16",
+}
+SCHEMA_VERSION = 3
+
+
+@dataclass
+class Quant:
+    scale: np.ndarray       # float32, one per channel (or one)
+    zero_point: np.ndarray  # int64, same length
+    axis: int = 0
+
+    @property
+    def per_tensor(self) -> bool:
+        return self.scale.size == 1
+
+
+@dataclass
+class Tensor:
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    signature: tuple[int, ...] | None  # shape_signature (-1 = dynamic) if present
+    type: int                          # tflite TensorType
+    data: np.ndarray | None = None     # constant contents, shaped, or None
+    quant: Quant | None = None
+    is_variable: bool = False
+    sparse: bool = False
+
+    @property
+    def type_name(self) -> str:
+        return TYPE_NAMES.get(self.type, f"type {self.type}")
+
+
+@dataclass
+class Operator:
+    index: int
+    op: str                       # builtin name, e.g. "CONV_2D", or "CUSTOM"
+    version: int
+    inputs: tuple[int, ...]       # -1 = optional input left out
+    outputs: tuple[int, ...]
+    options: dict = field(default_factory=dict)
+    custom_code: str = ""
+    intermediates: tuple[int, ...] = ()
+
+
+@dataclass
+class TFModel:
+    tensors: list[Tensor]
+    operators: list[Operator]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    num_subgraphs: int = 1
+    description: str = ""
+
+
+class _Budget:
+    """Bounds the elements read, so that vectors shared between many tables
+    (legal in FlatBuffers, absurd in a model) cannot make loading quadratic."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.left = 4 * size + 4096
+
+    def count(self, n: int, elem: int, what: str) -> int:
+        if n < 0 or n * elem > self.size:
+            raise LoadError(f"malformed TFLite file: {what} claims {n} entries, more than the file holds")
+        self.left -= n
+        if self.left < 0:
+            raise LoadError("malformed TFLite file: its tables reference more data than the file holds")
+        return n
+
+
+def _numpy(getter, n: int, budget: _Budget, what: str) -> np.ndarray:
+    budget.count(n, 1, what)
+    if n == 0:
+        return np.zeros(0)
+    arr = getter()
+    if not isinstance(arr, np.ndarray) or arr.size != n:
+        raise LoadError(f"malformed TFLite file: cannot read {what}")
+    return arr
+
+
+def _text(raw) -> str:
+    if raw is None:
+        return ""
+    return bytes(raw).decode("utf-8", "replace")
+
+
+def load(source) -> TFModel:
+    """Parse a TFLite model (bytes, or a tflite.Model) into a TFModel; LoadError if malformed."""
+    try:
+        return _load(source)
+    except LoadError:
+        raise
+    except RecursionError:
+        raise LoadError("malformed TFLite file: nesting too deep") from None
+    except (struct.error, TypeError, ValueError, IndexError, OverflowError, AttributeError,
+            UnicodeDecodeError, MemoryError, KeyError) as e:
+        raise LoadError(f"malformed TFLite file: {type(e).__name__}: {e}") from None
+
+
+def _load(source) -> TFModel:
+    from tflite.Model import Model
+
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        buf = bytes(source)
+        if len(buf) < 8:
+            raise LoadError(f"not a TFLite file: only {len(buf)} bytes")
+        if buf[4:8] != b"TFL3":
+            raise LoadError("not a TFLite file: the FlatBuffers identifier is not 'TFL3'")
+        root = struct.unpack_from("<I", buf, 0)[0]
+        if root + 4 > len(buf):
+            raise LoadError("malformed TFLite file: the root offset points past the end of the file")
+        model = Model.GetRootAs(buf, 0)
+    else:  # an in-memory tflite.Model
+        model = source
+        buf = model._tab.Bytes
+    check_file_size(len(buf), "TFLite file")
+    budget = _Budget(len(buf))
+    constants = ConstantBudget()
+    version = model.Version()
+    if version != SCHEMA_VERSION:
+        raise LoadError(f"unsupported TFLite schema version {version} (expected {SCHEMA_VERSION})")
+
+    codes = [_opcode(model.OperatorCodes(i), i) for i in range(budget.count(
+        model.OperatorCodesLength(), 4, "the operator code list"))]
+    nsub = budget.count(model.SubgraphsLength(), 4, "the subgraph list")
+    if nsub == 0:
+        raise LoadError("the TFLite model has no subgraph")
+    nbuf = budget.count(model.BuffersLength(), 4, "the buffer list")
+    sg = model.Subgraphs(0)
+    if sg is None:
+        raise LoadError("malformed TFLite file: subgraph 0 is missing")
+
+    ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
+    tensors = [_tensor(model, sg.Tensors(i), i, nbuf, budget, len(buf), constants) for i in range(ntens)]
+
+    def refs(getter, n, what, allow_optional=False):
+        arr = _numpy(getter, n, budget, what)
+        out = tuple(int(v) for v in arr)
+        for v in out:
+            if not (0 <= v < ntens or (allow_optional and v == -1)):
+                raise LoadError(f"malformed TFLite file: {what} references tensor {v}, "
+                                f"but the subgraph has {ntens} tensors")
+        return out
+
+    inputs = refs(sg.InputsAsNumpy, sg.InputsLength(), "the subgraph inputs")
+    outputs = refs(sg.OutputsAsNumpy, sg.OutputsLength(), "the subgraph outputs")
+    ops = []
+    for i in range(budget.count(sg.OperatorsLength(), 4, "the operator list")):
+        o = sg.Operators(i)
+        if o is None:
+            raise LoadError(f"malformed TFLite file: operator {i} is missing")
+        idx = o.OpcodeIndex()
+        if not 0 <= idx < len(codes):
+            raise LoadError(f"malformed TFLite file: operator {i} uses opcode {idx}, "
+                            f"but the model has {len(codes)} operator codes")
+        name, ver, custom = codes[idx]
+        ops.append(Operator(
+            i, name, ver,
+            refs(o.InputsAsNumpy, o.InputsLength(), f"operator {i} inputs", allow_optional=True),
+            refs(o.OutputsAsNumpy, o.OutputsLength(), f"operator {i} outputs"),
+            _options(o, budget), custom,
+            refs(o.IntermediatesAsNumpy, o.IntermediatesLength(), f"operator {i} intermediates")))
+    return TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()))
+
+
+def _opcode(code, i) -> tuple[str, int, str]:
+    from tflite.utils import BUILTIN_OPCODE2NAME
+
+    if code is None:
+        raise LoadError(f"malformed TFLite file: operator code {i} is missing")
+    # Builtin codes above 127 live only in builtin_code; old files set only the deprecated field.
+    builtin = max(int(code.BuiltinCode()), int(code.DeprecatedBuiltinCode()))
+    name = BUILTIN_OPCODE2NAME.get(builtin, f"BUILTIN_{builtin}")
+    return name, max(1, int(code.Version())), _text(code.CustomCode())
+
+
+def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
+    if t is None:
+        raise LoadError(f"malformed TFLite file: tensor {i} is missing")
+    rank = t.ShapeLength()
+    if rank > get_limits().max_rank:  # before reading the shape vector
+        check_shape([1] * rank, f"tensor {i}")
+    shape = tuple(int(d) for d in _numpy(t.ShapeAsNumpy, rank, budget, f"tensor {i} shape"))
+    sig = None
+    if t.ShapeSignatureLength():
+        n = t.ShapeSignatureLength()
+        if n != rank:
+            raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
+        sig = tuple(int(d) for d in _numpy(t.ShapeSignatureAsNumpy, n, budget, f"tensor {i} signature"))
+    name = _text(t.Name()) or f"tensor_{i}"
+    check_shape(shape, f"tensor {name!r}")
+    tensor = Tensor(i, name, shape, sig, int(t.Type()), is_variable=bool(t.IsVariable()),
+                    sparse=t.Sparsity() is not None)
+    q = t.Quantization()
+    if q is not None and q.ScaleLength():
+        n = q.ScaleLength()
+        scale = _numpy(q.ScaleAsNumpy, n, budget, f"tensor {name!r} scales").astype(np.float32)
+        nz = q.ZeroPointLength()
+        zp = _numpy(q.ZeroPointAsNumpy, nz, budget, f"tensor {name!r} zero points").astype(np.int64) \
+            if nz else np.zeros(n, np.int64)
+        if zp.size != n:
+            raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales but {zp.size} zero points")
+        axis = int(q.QuantizedDimension())
+        if n > 1 and not (0 <= axis < rank and shape[axis] == n):
+            raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales for axis {axis} "
+                            f"of shape {shape}")
+        tensor.quant = Quant(scale, zp, axis)
+    b = int(t.Buffer())
+    if not 0 <= b < max(nbuf, 1):
+        raise LoadError(f"malformed TFLite file: tensor {name!r} uses buffer {b}, "
+                        f"but the model has {nbuf} buffers")
+    if b and nbuf:
+        raw = _buffer(model, b, budget, size)
+        if raw is not None and raw.size:
+            constants.add(raw.size, f"tensor {name!r}")
+            tensor.data = _constant(tensor, raw)
+    return tensor
+
+
+def _buffer(model, b, budget, size) -> np.ndarray | None:
+    buf = model.Buffers(b)
+    if buf is None:
+        raise LoadError(f"malformed TFLite file: buffer {b} is missing")
+    off, n = int(buf.Offset()), int(buf.Size())
+    if off > 1:  # large models keep data after the FlatBuffer, offset from the file start
+        if off + n > size:
+            raise LoadError(f"malformed TFLite file: buffer {b} ({n} bytes at {off}) runs past "
+                            f"the end of the file ({size} bytes)")
+        return np.frombuffer(model._tab.Bytes, np.uint8, count=n, offset=off)
+    n = buf.DataLength()
+    return _numpy(buf.DataAsNumpy, n, budget, f"buffer {b}") if n else None
+
+
+def _constant(t: Tensor, raw: np.ndarray) -> np.ndarray:
+    dtype = NP_TYPES.get(t.type)
+    if dtype is None:
+        raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
+    check_tensor_bytes(t.shape, np.dtype(dtype).itemsize, raw.size, f"tensor {t.name!r} ({t.type_name})")
+    # copy: the result must not keep the whole file alive, nor alias it
+    return np.frombuffer(raw.tobytes(), dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(t.shape)
+
+
+# -- builtin options --------------------------------------------------------------------------
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+@lru_cache(maxsize=None)
+def _option_class(type_id: int):
+    """(class, scalar getters, vector getters) of a BuiltinOptions union member."""
+    import importlib
+
+    from tflite.BuiltinOptions import BuiltinOptions
+
+    names = {v: k for k, v in vars(BuiltinOptions).items() if isinstance(v, int)}
+    name = names.get(type_id)
+    if name is None or name == "NONE":
+        return None
+    cls = getattr(importlib.import_module(f"tflite.{name}"), name)
+    scalars, vectors = [], []
+    for attr, fn in vars(cls).items():
+        if not callable(fn) or attr.startswith(("GetRootAs", "Init")) or attr.endswith("BufferHasIdentifier"):
+            continue
+        if attr.endswith("AsNumpy"):
+            vectors.append(attr[:-len("AsNumpy")])
+        elif fn.__code__.co_argcount == 1 and not attr.endswith(("Length", "IsNone")):
+            scalars.append(attr)
+    return cls, tuple(scalars), tuple(vectors)
+
+
+def _options(o, budget) -> dict:
+    type_id = int(o.BuiltinOptionsType())
+    info = _option_class(type_id) if type_id else None
+    table = o.BuiltinOptions() if info else None
+    if table is None:
+        return {}
+    cls, scalars, vectors = info
+    opts = cls()
+    opts.Init(table.Bytes, table.Pos)
+    out = {"_type": cls.__name__}
+    for attr in scalars:
+        value = getattr(opts, attr)()
+        if isinstance(value, (int, float, bool)):
+            out[_snake(attr)] = value
+    for attr in vectors:
+        n = getattr(opts, attr + "Length")()
+        out[_snake(attr)] = _numpy(getattr(opts, attr + "AsNumpy"), n, budget, f"option {attr}") \
+            if n else np.zeros(0, np.int32)
+    return out

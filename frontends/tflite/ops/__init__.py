@@ -1,0 +1,7 @@
+"""The TFLite operator table: one converter per builtin operator and version
+range, grouped by family. Importing this package fills REGISTRY."""
+from armnn_import.registry import OpRegistry
+
+REGISTRY = OpRegistry("tflite")
+
+from . import conv, elementwise, quantize, reduce, resize, shape  # noqa: E402,F401

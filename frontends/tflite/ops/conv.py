@@ -1,0 +1,311 @@
+"""Convolutions, fully connected and pooling (NHWC throughout)."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir import descriptors as D
+from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
+                                   TensorInfo)
+from armnn_import.lowering import Unsupported
+
+from .. import quant as Q
+from . import REGISTRY
+
+NHWC = DataLayout.NHWC
+SAME, VALID = 0, 1
+MAX_GROUPS = 1024
+
+
+def pads_1d(padding: int, size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
+    """TFLite's SAME/VALID padding of one spatial axis as (before, after)."""
+    if padding == VALID:
+        return 0, 0
+    out = -(-size // stride)
+    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
+    return total // 2, total - total // 2
+
+
+def pads_2d(opts, hw, khw, strides, dil=(1, 1)) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right)."""
+    pt, pb = pads_1d(opts["padding"], hw[0], khw[0], strides[0], dil[0])
+    pl, pr = pads_1d(opts["padding"], hw[1], khw[1], strides[1], dil[1])
+    return pt, pl, pb, pr
+
+
+def float_weights(ctx, i: int, layer: str) -> np.ndarray:
+    t = ctx.t(i)
+    if t.data is not None and t.quant is not None and t.type in (Q.INT8, Q.UINT8):
+        ctx.report.quantization.append({
+            "layer": layer, "tensor": t.name,
+            "decision": "8-bit weights dequantized to float32" +
+                        (" (--dequantize)" if ctx.dequantize else " (dynamic-range model)")})
+    return ctx.const(i)
+
+
+def quant_weights(ctx, i: int, axis: int, layer: str) -> tuple[np.ndarray, float, int]:
+    """uint8 weights in TFLite's layout with one (scale, offset): exact for
+    per-tensor 8-bit weights, requantized (and reported) otherwise."""
+    t = ctx.t(i)
+    if (i not in ctx.folded and t.data is not None and t.quant is not None and t.quant.per_tensor
+            and t.type in (Q.INT8, Q.UINT8)):
+        q, offset = Q.to_uint8(t.data, t.quant.zero_point[0], t.type)
+        return q, float(np.float32(t.quant.scale[0])), offset
+    real = ctx.const(i)
+    q, scale, offset = Q.requantize(real)
+    err = Q.worst_error(real, q, scale, offset, axis)
+    per_channel = t.quant is not None and not t.quant.per_tensor
+    ctx.report.quantization.append({
+        "layer": layer, "tensor": t.name,
+        "decision": ("per-channel int8 weights requantized to per-tensor uint8" if per_channel
+                     else "float weights quantized to per-tensor uint8"),
+        "scale": scale, "offset": offset, "worst_error": err})
+    if err > Q.WEIGHT_WARN:
+        ctx.report.warn(f"{layer}: weights requantized per tensor are off by up to {err:.1%} of a "
+                        "channel's range; accuracy is at risk (--dequantize keeps float weights)")
+    return q, scale, offset
+
+
+def _const_weights(op, ctx, k=1):
+    if not ctx.is_const(op.inputs[k]):
+        return "weights that are computed at run time (Arm NN's format keeps weights constant)"
+    for b in op.inputs[k + 1:k + 2]:
+        if b >= 0 and not ctx.is_const(b):
+            return "a bias that is computed at run time"
+    return None
+
+
+def _check_conv(op, ctx):
+    r = _const_weights(op, ctx)
+    if r:
+        return r
+    if len(ctx.shape(op.inputs[0])) != 4:
+        return "input is not 4-D"
+    x_quant, y_quant = ctx.is_quant(op.inputs[0]), ctx.is_quant(op.outputs[0])
+    if x_quant != y_quant:
+        return "input and output differ in being quantized"
+    return None
+
+
+def _mid_quant(x, w_real_oihw, bias, out_q):
+    """Quantization of a quantized convolution's output before its bias (the
+    bias is a separate BatchNormalization here): covers every pre-bias value
+    that can still reach the output range, given the input's range."""
+    lo_out, hi_out = Q.real_range(*out_q)
+    lo_in, hi_in = Q.real_range(x.info.scale, x.info.offset)
+    w = w_real_oihw.reshape(w_real_oihw.shape[0], -1).astype(np.float64)
+    acc_hi = np.maximum(w * hi_in, w * lo_in).sum(axis=1)
+    acc_lo = np.minimum(w * hi_in, w * lo_in).sum(axis=1)
+    b = bias.astype(np.float64).reshape(-1)
+    lo = np.maximum(acc_lo, lo_out - b).min()
+    hi = np.minimum(acc_hi, hi_out - b).max()
+    return Q.covering_quant(float(lo), float(hi))
+
+
+def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations=(1, 1), groups=1,
+                name=None):
+    """Float or quantized 2-D convolution of NHWC x with TFLite weights
+    (converted by `to_oihw`) and an optional bias tensor; returns the port
+    before the fused activation."""
+    name = name or ctx.name(op)
+    nb, q = ctx.nb, ctx.out_quant(op)
+    bias = ctx.const(bi) if bi >= 0 else None
+    cout = ctx.shape(wi)[0] if op.op != "DEPTHWISE_CONV_2D" else ctx.shape(wi)[3]
+    if bias is not None and bias.size != cout:
+        raise Unsupported(f"bias of {bias.size} values for {cout} output channels")
+    if q is None:
+        w = to_oihw(float_weights(ctx, wi, name))
+        return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
+                         groups=groups, layout=NHWC)
+    wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
+    w_oihw = np.ascontiguousarray(to_oihw(wq))
+    winfo = TensorInfo(w_oihw.shape, DataType.QuantisedAsymm8, ws, wz)
+    if bias is None or not bias.any():
+        return nb.conv2d(x, w_oihw, None, name, strides=strides, pads=pads, dilations=dilations,
+                         groups=groups, layout=NHWC, quant=q, weight_info=winfo)
+    mid = _mid_quant(x, (w_oihw.astype(np.float64) - wz) * ws, bias, q)
+    y = nb.conv2d(x, w_oihw, None, name, strides=strides, pads=pads, dilations=dilations,
+                  groups=groups, layout=NHWC, quant=mid, weight_info=winfo)
+    ctx.report.decomposition("quantized convolution bias",
+                             "convolution into a wider intermediate quantization, then a "
+                             "BatchNormalization adding the bias into the output quantization")
+    return nb.batchnorm(y, np.ones(bias.size), bias, 3, f"{name}_bias", quant=q)
+
+
+@REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
+                   layers=("Convolution2d", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd"),
+                   notes="dilation via SpaceToBatchNd/BatchToSpaceNd; bias as a BatchNormalization")
+def conv_2d(ctx, op):
+    o = op.options
+    x = ctx.port(op.inputs[0])
+    wi = op.inputs[1]
+    bi = op.inputs[2] if len(op.inputs) > 2 else -1
+    kshape = ctx.shape(wi)  # [O, kh, kw, I]
+    cin = x.info.shape[3]
+    if len(kshape) != 4 or kshape[3] <= 0 or cin % kshape[3] or kshape[0] % (cin // kshape[3]):
+        raise Unsupported(f"filter {list(kshape)} does not fit an input of {cin} channels")
+    groups = cin // kshape[3]
+    if 1 < groups and not (kshape[3] == 1 and kshape[0] % cin == 0) and groups > MAX_GROUPS:
+        raise Unsupported(f"{groups} groups (one Convolution2d per group; at most {MAX_GROUPS})")
+    strides = (o["stride_h"], o["stride_w"])
+    dil = (o["dilation_h_factor"], o["dilation_w_factor"])
+    pads = pads_2d(o, x.info.shape[1:3], kshape[1:3], strides, dil)
+    y = conv_common(ctx, op, x, wi, bi, lambda w: w.transpose(0, 3, 1, 2), 0,
+                    strides=strides, pads=pads, dilations=dil, groups=groups)
+    ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], ctx.name(op), ctx.out_quant(op)))
+
+
+@REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
+                   layers=("DepthwiseConvolution2d", "BatchNormalization"),
+                   notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd")
+def depthwise_conv_2d(ctx, op):
+    o = op.options
+    x = ctx.port(op.inputs[0])
+    wi = op.inputs[1]
+    bi = op.inputs[2] if len(op.inputs) > 2 else -1
+    if len(ctx.shape(wi)) != 4 or ctx.shape(wi)[0] != 1:
+        raise Unsupported(f"depthwise filter of shape {list(ctx.shape(wi))}")
+    _, kh, kw, cm = ctx.shape(wi)  # [1, kh, kw, C*M]
+    cin = x.info.shape[3]
+    if cm % cin:
+        raise Unsupported(f"filter has {cm} channels, not a multiple of the input's {cin}")
+    strides = (o["stride_h"], o["stride_w"])
+    dil = (o["dilation_h_factor"], o["dilation_w_factor"])
+    pads = pads_2d(o, x.info.shape[1:3], (kh, kw), strides, dil)
+    # [1, kh, kw, C*M] -> OIHW [C*M, 1, kh, kw]; output channel c*M + m as in TFLite
+    y = conv_common(ctx, op, x, wi, bi, lambda w: w.reshape(kh, kw, cm).transpose(2, 0, 1)[:, None], 3,
+                    strides=strides, pads=pads, dilations=dil, groups=cin)
+    ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], ctx.name(op), ctx.out_quant(op)))
+
+
+def _check_transpose_conv(op, ctx):
+    if not ctx.is_const(op.inputs[0]):
+        return "output_shape is not a constant"
+    if not ctx.is_const(op.inputs[1]):
+        return "weights that are computed at run time (Arm NN's format keeps weights constant)"
+    if len(op.inputs) > 3 and op.inputs[3] >= 0 and not ctx.is_const(op.inputs[3]):
+        return "a bias that is computed at run time"
+    if len(ctx.shape(op.inputs[2])) != 4:
+        return "input is not 4-D"
+    return None
+
+
+@REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, check=_check_transpose_conv,
+                   layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d"),
+                   notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
+                         "with the flipped kernel")
+def transpose_conv(ctx, op):
+    o, nb, name = op.options, ctx.nb, ctx.name(op)
+    out_shape = [int(v) for v in ctx.ints(op.inputs[0])]
+    wi = op.inputs[1]
+    x = ctx.port(op.inputs[2])
+    bi = op.inputs[3] if len(op.inputs) > 3 else -1
+    n, h, w, c = x.info.shape
+    if len(ctx.shape(wi)) != 4:
+        raise Unsupported(f"filter of shape {list(ctx.shape(wi))}")
+    oc, kh, kw, ic = ctx.shape(wi)
+    if ic != c or len(out_shape) != 4 or out_shape[0] != n or out_shape[3] != oc:
+        raise Unsupported(f"output_shape {out_shape} does not fit input {x.info.shape} and filter "
+                          f"{[oc, kh, kw, ic]}")
+    sh, sw = o["stride_h"], o["stride_w"]
+    oh, ow = out_shape[1:3]
+    begin, end = [], []
+    for size, k, s, out in ((h, kh, sh, oh), (w, kw, sw, ow)):
+        fwd = -(-out // s) if o["padding"] == SAME else (out + s - k) // s
+        pb = max((fwd - 1) * s + k - out, 0) // 2
+        p0 = k - 1 - pb                      # padding before the zero-inserted input
+        p1 = out + pb - (size * s)           # padding after it (it holds s - 1 trailing zeros)
+        begin.append(p0)
+        end.append(p1)
+    if (sh, sw) != (1, 1):
+        zeros = nb.fill_like(x, 0.0, f"{name}_zeros")
+        stack = nb.concat([x] + [zeros] * (sh * sw - 1), 0, f"{name}_stack")
+        crops = (max(0, -begin[0]), max(0, -end[0]), max(0, -begin[1]), max(0, -end[1]))
+        x = nb.add(LayerType.BatchToSpaceNd, f"{name}_upsample", [stack],
+                   D.BatchToSpaceNdDescriptor((sh, sw), crops, NHWC))
+        ctx.report.decomposition("TRANSPOSE_CONV", "zeros interleaved by BatchToSpaceNd over the input "
+                                 "stacked with zero copies, then a stride-1 convolution with the flipped kernel")
+    else:
+        x = nb.slice(x, [0, max(0, -begin[0]), max(0, -begin[1]), 0],
+                     [n, h - max(0, -end[0]), w - max(0, -end[1]), c], [1] * 4, f"{name}_crop")
+    pads = (max(0, begin[0]), max(0, begin[1]), max(0, end[0]), max(0, end[1]))
+    y = conv_common(ctx, op, x, wi, bi, lambda k: k[:, ::-1, ::-1, :].transpose(0, 3, 1, 2), 0,
+                    strides=(1, 1), pads=pads)
+    ctx.set(op, 0, ctx.fused(y, o.get("fused_activation_function", 0), name, ctx.out_quant(op)))
+
+
+def _check_fc(op, ctx):
+    if op.options.get("weights_format", 0) != 0:
+        return "shuffled (packed) weights format"
+    return _const_weights(op, ctx)
+
+
+@REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
+                   layers=("FullyConnected", "Reshape"), notes="keep_num_dims; optional bias")
+def fully_connected(ctx, op):
+    o, nb, name = op.options, ctx.nb, ctx.name(op)
+    x = ctx.port(op.inputs[0])
+    wi = op.inputs[1]
+    bi = op.inputs[2] if len(op.inputs) > 2 else -1
+    if len(ctx.shape(wi)) != 2 or 0 in ctx.shape(wi):
+        raise Unsupported(f"weights of shape {list(ctx.shape(wi))}")
+    out_c, in_c = ctx.shape(wi)
+    if bi >= 0 and int(np.prod(ctx.shape(bi))) != out_c:
+        raise Unsupported(f"bias of shape {list(ctx.shape(bi))} for {out_c} outputs")
+    if x.info.num_elements % in_c:
+        raise Unsupported(f"input of {x.info.num_elements} elements is not a multiple of {in_c}")
+    rows = x.info.num_elements // in_c
+    x2 = nb.reshape(x, (rows, in_c), f"{name}_flatten")
+    q = ctx.out_quant(op)
+    if q is None:
+        bias = ctx.const(bi) if bi >= 0 else None
+        y = nb.fully_connected(x2, float_weights(ctx, wi, name), bias, name)
+    else:
+        wq, ws, wz = quant_weights(ctx, wi, 0, name)
+        w = ConstTensor(wq, TensorInfo(wq.shape, DataType.QuantisedAsymm8, ws, wz))
+        bias = None if bi < 0 else Q.bias_int32(ctx.const(bi), float(np.float32(x.info.scale * ws)))
+        y = nb.fully_connected(x2, w, bias, name, quant=q)
+    shape = x.info.shape[:-1] + (out_c,) if o.get("keep_num_dims") else (rows, out_c)
+    y = nb.reshape(y, shape, f"{name}_shape")
+    ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, q))
+
+
+def _check_pool(op, ctx):
+    if len(ctx.shape(op.inputs[0])) != 4:
+        return "input is not 4-D"
+    return None
+
+
+def _check_l2(op, ctx):
+    if ctx.is_quant(op.inputs[0]):
+        return "quantized L2 pooling needs float intermediates (Arm NN 20.08 cannot read L2 Pooling2d)"
+    return _check_pool(op, ctx)
+
+
+def _pool(algo):
+    def convert(ctx, op):
+        o, nb, name = op.options, ctx.nb, ctx.name(op)
+        x = ctx.port(op.inputs[0])
+        k = (o["filter_height"], o["filter_width"])
+        strides = (o["stride_h"], o["stride_w"])
+        pads = pads_2d(o, x.info.shape[1:3], k, strides)
+        q = ctx.out_quant(op)
+        if algo == PoolingAlgorithm.L2:
+            # Arm NN 20.08's deserializer rejects L2 pooling: sqrt(average(x^2)) instead
+            sq = nb.activation(x, AF.Square, f"{name}_square")
+            y = nb.pool2d(sq, PoolingAlgorithm.Average, k, f"{name}_mean", strides=strides, pads=pads,
+                          layout=NHWC, exclude_pad=True)
+            y = nb.activation(y, AF.Sqrt, name)
+            ctx.report.decomposition("L2_POOL_2D", "Square, average Pooling2d (padding excluded), Sqrt")
+        else:  # TFLite never counts padding: averages divide by the valid elements
+            y = nb.pool2d(x, algo, k, name, strides=strides, pads=pads, layout=NHWC, exclude_pad=True, quant=q)
+        ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, q))
+    return convert
+
+
+for _op, _algo, _until, _layers in (
+        ("AVERAGE_POOL_2D", PoolingAlgorithm.Average, 3, ("Pooling2d",)),
+        ("MAX_POOL_2D", PoolingAlgorithm.Max, 3, ("Pooling2d",)),
+        ("L2_POOL_2D", PoolingAlgorithm.L2, 1, ("Activation", "Pooling2d"))):
+    REGISTRY.register(_op, since=1, until=_until, check=_check_pool if _op != "L2_POOL_2D" else _check_l2,
+                      layers=_layers)(_pool(_algo))

@@ -1,0 +1,320 @@
+"""Elementwise arithmetic, comparisons, activations and softmax."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import LayerType as LT
+from armnn_import.lowering import Unsupported
+
+from .. import quant as Q
+from . import REGISTRY
+
+NUMPY = {LT.Addition: np.add, LT.Subtraction: np.subtract, LT.Multiplication: np.multiply,
+         LT.Division: np.divide, LT.Maximum: np.maximum, LT.Minimum: np.minimum,
+         LT.Equal: np.equal, LT.Greater: np.greater}
+
+
+def _per_channel(c: np.ndarray, shape) -> np.ndarray | None:
+    """c's values per channel (last axis) if it varies only along it and does not broadcast x."""
+    if c.ndim > len(shape) or np.broadcast_shapes(c.shape, shape) != tuple(shape):
+        return None
+    if any(n != 1 for n in c.shape[:-1]):
+        return None
+    return np.broadcast_to(c.reshape(-1), (shape[-1],)).astype(np.float32)
+
+
+def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None):
+    """x (op) c for a quantized x: scalars become Linear/BoundedReLu, per-channel
+    constants a BatchNormalization, computing straight into the output quantization."""
+    nb = ctx.nb
+    if np.broadcast_shapes(c.shape, x.info.shape) != x.info.shape:
+        raise Unsupported("a constant operand that broadcasts the input to a larger shape")
+    flat = c.reshape(-1)
+    if flat.size and np.all(flat == flat[0]):
+        v = float(flat[0])
+        if ltype == LT.Addition:
+            return nb.linear(x, 1.0, v, name, quant=q)
+        if ltype == LT.Subtraction:
+            return nb.linear(x, -1.0, v, name, quant=q) if const_first else nb.linear(x, 1.0, -v, name, quant=q)
+        if ltype == LT.Multiplication:
+            return nb.linear(x, v, 0.0, name, quant=q)
+        if ltype == LT.Division and not const_first and v != 0:
+            return nb.linear(x, 1.0 / v, 0.0, name, quant=q)
+        if ltype == LT.Maximum:
+            return nb.clamp(x, v, np.inf, name, quant=q)
+        if ltype == LT.Minimum:
+            return nb.clamp(x, -np.inf, v, name, quant=q)
+        if ltype in (LT.Equal, LT.Greater):
+            level = v / x.info.scale + x.info.offset
+            if level == round(level) and 0 <= level <= 255:  # the constant is exactly representable
+                k = nb.fill_like(x, v, f"{name}_const")
+                return nb.binary(ltype, k, x, name) if const_first else nb.binary(ltype, x, k, name)
+    per = _per_channel(c, x.info.shape)
+    if per is not None and ltype in (LT.Addition, LT.Subtraction, LT.Multiplication):
+        one, zero = np.ones_like(per), np.zeros_like(per)
+        axis = x.info.rank - 1
+        if ltype == LT.Multiplication:
+            return nb.batchnorm(x, per, zero, axis, name, quant=q)
+        if ltype == LT.Addition:
+            return nb.batchnorm(x, one, per, axis, name, quant=q)
+        return nb.batchnorm(x, -one if const_first else one, per if const_first else -per, axis, name, quant=q)
+    k = quant_constant(ctx, x, c, cquant, f"{name}_const")
+    return nb.binary(ltype, k, x, name, quant=q) if const_first else nb.binary(ltype, x, k, name, quant=q)
+
+
+def quant_constant(ctx, like, values, quant, name):
+    """A quantized constant tensor without a Constant layer: one element of `like`
+    through a FullyConnected whose weights are zero and whose Signed32 bias holds
+    the values at 1/1024 of the output step, so they encode exactly."""
+    from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
+
+    nb = ctx.nb
+    values = np.asarray(values, np.float64)
+    scale, offset = quant if quant is not None else Q.covering_quant(float(values.min()), float(values.max()))
+    one = nb.reshape(nb.slice(like, [0] * like.info.rank, [1] * like.info.rank, [1] * like.info.rank,
+                              f"{name}_pick"), (1, 1), f"{name}_flat")
+    w_scale = float(np.float32(scale / 1024.0 / like.info.scale))
+    w = ConstTensor(np.zeros((values.size, 1), np.uint8),
+                    TensorInfo((values.size, 1), DataType.QuantisedAsymm8, w_scale, 0))
+    bias = Q.bias_int32(values.reshape(-1), float(np.float32(like.info.scale * w_scale)))
+    y = nb.fully_connected(one, w, bias, name, quant=(scale, offset))
+    ctx.report.decomposition("quantized constant", "FullyConnected with zero weights and the values as bias")
+    return nb.reshape(y, values.shape or (1,), f"{name}_shape")
+
+
+def binary_op(ctx, op, ltype, swap=False):
+    a, b = op.inputs[:2]
+    if swap:
+        a, b = b, a
+    name, q, nb = ctx.name(op), ctx.out_quant(op), ctx.nb
+    ca, cb = ctx.is_const(a), ctx.is_const(b)
+    if ca and cb:
+        ctx.fold(op, 0, NUMPY[ltype](ctx.const(a), ctx.const(b)))
+        return
+    if not (ca or cb):
+        y = nb.binary(ltype, ctx.port(a), ctx.port(b), name, quant=q)
+    else:
+        x, c = (ctx.port(b), ctx.const(a)) if ca else (ctx.port(a), ctx.const(b))
+        if x.info.dtype.is_quantized:
+            ci = a if ca else b
+            cq = ctx.qparams(ci) if ctx.t(ci).quant is not None and ctx.t(ci).quant.per_tensor \
+                and ctx.t(ci).type in (3, 9) and ci not in ctx.folded else None
+            y = _quant_const(ctx, ltype, x, c, name, ca, q, cq)
+        else:
+            y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
+    ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), name, q))
+
+
+def _check_binary(op, ctx):
+    if op.op == "DIV" and any(ctx.t(i).type == 2 and not ctx.is_const(i) for i in op.inputs[:2]):
+        return "integer division (Arm NN divides in float and truncates differently)"
+    return None
+
+
+for _op, (_lt, _until) in {"ADD": (LT.Addition, 5), "SUB": (LT.Subtraction, 5), "MUL": (LT.Multiplication, 7),
+                           "DIV": (LT.Division, 2), "MAXIMUM": (LT.Maximum, 4),
+                           "MINIMUM": (LT.Minimum, 4)}.items():
+    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,),
+                      notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
+        lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
+
+for _op, (_lt, _swap, _until) in {"EQUAL": (LT.Equal, False, 4), "GREATER": (LT.Greater, False, 2),
+                                  "LESS": (LT.Greater, True, 2)}.items():
+    REGISTRY.register(_op, since=1, until=_until, layers=(_lt.name,),
+                      notes="LESS(a, b) is Greater(b, a)" if _swap else "")(
+        lambda ctx, op, _lt=_lt, _swap=_swap: binary_op(ctx, op, _lt, _swap))
+
+
+@REGISTRY.register("SQUARED_DIFFERENCE", since=1, until=2, check=lambda op, ctx: _float_only(op, ctx),
+                   layers=("Subtraction", "Activation"))
+def squared_difference(ctx, op):
+    a, b = op.inputs[:2]
+    name, nb = ctx.name(op), ctx.nb
+    if ctx.is_const(a) and ctx.is_const(b):
+        ctx.fold(op, 0, np.square(ctx.const(a) - ctx.const(b)))
+        return
+    if ctx.is_const(a) or ctx.is_const(b):
+        x, c = (ctx.port(b), ctx.const(a)) if ctx.is_const(a) else (ctx.port(a), ctx.const(b))
+        d = nb.binary_const(LT.Subtraction, x, c, f"{name}_diff", const_first=ctx.is_const(a),
+                            channel_axis=x.info.rank - 1)
+    else:
+        d = nb.binary(LT.Subtraction, ctx.port(a), ctx.port(b), f"{name}_diff")
+    ctx.set(op, 0, nb.activation(d, AF.Square, name))
+
+
+@REGISTRY.register("FLOOR_DIV", since=1, until=3, check=lambda op, ctx: _float_only(op, ctx) or (
+    "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != 0 else None),
+    layers=("Division", "Floor"))
+def floor_div(ctx, op):
+    a, b = op.inputs[:2]
+    if ctx.is_const(a) and ctx.is_const(b):
+        ctx.fold(op, 0, np.floor(ctx.const(a) / ctx.const(b)))
+        return
+    name = ctx.name(op)
+    if ctx.is_const(b):
+        q = ctx.nb.binary_const(LT.Division, ctx.port(a), ctx.const(b), f"{name}_div")
+    elif ctx.is_const(a):
+        q = ctx.nb.binary_const(LT.Division, ctx.port(b), ctx.const(a), f"{name}_div", const_first=True)
+    else:
+        q = ctx.nb.binary(LT.Division, ctx.port(a), ctx.port(b), f"{name}_div")
+    ctx.set(op, 0, ctx.nb.add(LT.Floor, name, [q]))
+
+
+@REGISTRY.register("ADD_N", since=1, until=1, layers=("Addition",))
+def add_n(ctx, op):
+    y = ctx.port(op.inputs[0])
+    for k, i in enumerate(op.inputs[1:], 1):
+        name = ctx.name(op) if k == len(op.inputs) - 1 else f"{ctx.name(op)}_{k}"
+        y = ctx.nb.binary_const(LT.Addition, y, ctx.const(i), name) if ctx.is_const(i) else \
+            ctx.nb.binary(LT.Addition, y, ctx.port(i), name)
+    ctx.set(op, 0, y)
+
+
+# -- unary -------------------------------------------------------------------------------------
+def _float_only(op, ctx):
+    if ctx.is_quant(op.inputs[0]) or ctx.is_quant(op.outputs[0]):
+        return "quantized form has no exact lowering (it needs float intermediates)"
+    return None
+
+
+def _activation(fn, a=0.0, b=0.0):
+    def convert(ctx, op):
+        x = ctx.port(op.inputs[0])
+        ctx.set(op, 0, ctx.nb.activation(x, fn, ctx.name(op), a, b, quant=ctx.out_quant(op)))
+    return convert
+
+
+def _clamp(lo, hi):
+    def convert(ctx, op):
+        x = ctx.port(op.inputs[0])
+        ctx.set(op, 0, ctx.nb.clamp(x, lo, hi, ctx.name(op), quant=ctx.out_quant(op)))
+    return convert
+
+
+for _op, _fn, _until in (("ABS", AF.Abs, 5), ("SQRT", AF.Sqrt, 2), ("SQUARE", AF.Square, 1),
+                         ("LOGISTIC", AF.Sigmoid, 3)):
+    REGISTRY.register(_op, since=1, until=_until, layers=("Activation",))(_activation(_fn))
+REGISTRY.register("TANH", since=1, until=3, layers=("Activation",))(_activation(AF.TanH, 1.0, 1.0))
+for _op, _lo, _hi, _until in (("RELU", 0.0, np.inf, 3), ("RELU6", 0.0, 6.0, 3), ("RELU_N1_TO_1", -1.0, 1.0, 1),
+                              ("RELU_0_TO_1", 0.0, 1.0, 1)):
+    REGISTRY.register(_op, since=1, until=_until, layers=("Activation",))(_clamp(_lo, _hi))
+
+
+@REGISTRY.register("NEG", since=1, until=2, layers=("Activation",), notes="Linear(a=-1)")
+def neg(ctx, op):
+    x = ctx.port(op.inputs[0])
+    ctx.set(op, 0, ctx.nb.linear(x, -1.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
+
+
+@REGISTRY.register("FLOOR", since=1, until=1, check=_float_only, layers=("Floor",))
+def floor(ctx, op):
+    ctx.set(op, 0, ctx.nb.add(LT.Floor, ctx.name(op), [ctx.port(op.inputs[0])]))
+
+
+@REGISTRY.register("CEIL", since=1, until=1, check=_float_only, layers=("Activation", "Floor"),
+                   notes="-floor(-x)")
+def ceil(ctx, op):
+    nb, name = ctx.nb, ctx.name(op)
+    y = nb.add(LT.Floor, f"{name}_floor", [nb.linear(ctx.port(op.inputs[0]), -1.0, 0.0, f"{name}_negate")])
+    ctx.set(op, 0, nb.linear(y, -1.0, 0.0, name))
+
+
+@REGISTRY.register("ZEROS_LIKE", since=1, until=1, layers=("Activation",), notes="Linear(a=0, b=0)")
+def zeros_like(ctx, op):
+    if ctx.t(op.outputs[0]).type not in (0, 3, 9):
+        raise Unsupported("integer zeros (Arm NN computes activations in float)")
+    ctx.set(op, 0, ctx.nb.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
+
+
+@REGISTRY.register("RSQRT", since=1, until=3, layers=("Rsqrt",))
+def rsqrt(ctx, op):
+    ctx.set(op, 0, ctx.nb.add(LT.Rsqrt, ctx.name(op), [ctx.port(op.inputs[0])], quant=ctx.out_quant(op)))
+
+
+@REGISTRY.register("LEAKY_RELU", since=1, until=2, layers=("Activation",))
+def leaky_relu(ctx, op):
+    x = ctx.port(op.inputs[0])
+    ctx.set(op, 0, ctx.nb.activation(x, AF.LeakyReLu, ctx.name(op), float(op.options["alpha"]),
+                                      quant=ctx.out_quant(op)))
+
+
+@REGISTRY.register("HARD_SWISH", since=1, until=1, layers=("Activation", "Multiplication"),
+                   notes="x * clamp(x/6 + 1/2, 0, 1)")
+def hard_swish(ctx, op):
+    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    x = ctx.port(op.inputs[0])
+    if q is None:
+        h = nb.clamp(nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_scale"), 0.0, 1.0, f"{name}_gate")
+    else:  # a [0, 1] output quantization saturates exactly where the clamp would
+        h = nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_gate", quant=(1.0 / 255.0, 0))
+    ctx.set(op, 0, nb.binary(LT.Multiplication, x, h, name, quant=q))
+
+
+@REGISTRY.register("PRELU", since=1, until=1, layers=("Activation", "BatchNormalization", "Addition"),
+                   notes="LeakyReLu for a scalar alpha; else ReLu(x) + alpha * min(x, 0)")
+def prelu(ctx, op):
+    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    x = ctx.port(op.inputs[0])
+    ai = op.inputs[1]
+    if ctx.is_const(ai):
+        alpha = ctx.const(ai)
+        flat = alpha.reshape(-1)
+        if flat.size and np.all(flat == flat[0]) and \
+                np.broadcast_shapes(alpha.shape, x.info.shape) == x.info.shape:
+            ctx.set(op, 0, nb.activation(x, AF.LeakyReLu, name, float(flat[0]), quant=q))
+            return
+    pos = nb.clamp(x, 0.0, np.inf, f"{name}_pos")
+    negp = nb.clamp(x, -np.inf, 0.0, f"{name}_neg")
+    if not ctx.is_const(ai):
+        if x.info.dtype.is_quantized:
+            raise Unsupported("quantized PRELU with a computed alpha")
+        scaled = nb.binary(LT.Multiplication, negp, ctx.port(ai), f"{name}_scaled")
+    elif x.info.dtype.is_quantized:
+        per = _per_channel(alpha, x.info.shape)
+        if per is None:
+            raise Unsupported("quantized PRELU whose alpha varies along more than the channel axis")
+        lo = Q.real_range(x.info.scale, x.info.offset)[0]
+        ends = (float(per.min()) * lo, float(per.max()) * lo)  # alpha * (most negative x)
+        mid = Q.covering_quant(min(ends), max(ends))
+        scaled = nb.batchnorm(negp, per, np.zeros_like(per), x.info.rank - 1, f"{name}_scaled", quant=mid)
+    else:
+        scaled = nb.binary_const(LT.Multiplication, negp, alpha, f"{name}_scaled", channel_axis=x.info.rank - 1)
+    ctx.set(op, 0, nb.binary(LT.Addition, pos, scaled, name, quant=q))
+
+
+def exp_port(nb, x, name):
+    """e^x = sigmoid(x) / sigmoid(-x), exact in real arithmetic and accurate to a
+    few float ulps (Arm NN's format has no Exp layer)."""
+    s = nb.activation(x, AF.Sigmoid, f"{name}_sig")
+    r = nb.activation(nb.linear(x, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig_neg")
+    return nb.binary(LT.Division, s, r, name)
+
+
+@REGISTRY.register("EXP", since=1, until=2, check=_float_only, layers=("Activation", "Division"),
+                   notes="sigmoid(x) / sigmoid(-x)")
+def exp(ctx, op):
+    ctx.report.decomposition("EXP", "sigmoid(x) / sigmoid(-x)")
+    ctx.set(op, 0, exp_port(ctx.nb, ctx.port(op.inputs[0]), ctx.name(op)))
+
+
+@REGISTRY.register("ELU", since=1, until=1, check=_float_only,
+                   layers=("Activation", "Division", "Addition"),
+                   notes="relu(x) + tanh(m/2) / sigmoid(-m), m = min(x, 0)")
+def elu(ctx, op):
+    # e^m - 1 = tanh(m/2) * (1 + e^m) = tanh(m/2) / sigmoid(-m): no cancellation near 0
+    nb, name = ctx.nb, ctx.name(op)
+    x = ctx.port(op.inputs[0])
+    m = nb.clamp(x, -np.inf, 0.0, f"{name}_neg")
+    t = nb.activation(m, AF.TanH, f"{name}_tanh", 1.0, 0.5)
+    s = nb.activation(nb.linear(m, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig")
+    em1 = nb.binary(LT.Division, t, s, f"{name}_expm1")
+    ctx.report.decomposition("ELU", "ReLu(x) + tanh(m/2) / sigmoid(-m) with m = min(x, 0)")
+    ctx.set(op, 0, nb.binary(LT.Addition, nb.clamp(x, 0.0, np.inf, f"{name}_pos"), em1, name))
+
+
+@REGISTRY.register("SOFTMAX", since=1, until=3, layers=("Softmax",), notes="last axis, beta")
+def softmax(ctx, op):
+    x = ctx.port(op.inputs[0])
+    ctx.set(op, 0, ctx.nb.softmax(x, -1, float(op.options.get("beta", 1.0)), ctx.name(op),
+                                  quant=ctx.out_quant(op)))

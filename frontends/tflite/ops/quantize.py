@@ -1,0 +1,62 @@
+"""QUANTIZE and DEQUANTIZE. Arm NN's format has neither layer: constants are
+converted at conversion time, QUANTIZE/DEQUANTIZE at the model's edges are
+absorbed by Ctx._edges (the network takes and gives quantized tensors),
+requantization is an Activation Linear with the new output quantization, and
+with --dequantize both become identities."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import quant as Q
+from ..convert import DEQUANTIZE_HINT
+from . import REGISTRY
+
+
+def _check_dequantize(op, ctx):
+    i = op.inputs[0]
+    if ctx.is_const(i) or ctx.dequantize:
+        return None
+    return ("converts a quantized tensor to float inside the model; Arm NN's format has no "
+            "Dequantize layer and one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
+
+
+@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=(),
+                   notes="constants (float16, int8) converted to float32; identity with --dequantize")
+def dequantize(ctx, op):
+    i = op.inputs[0]
+    if ctx.is_const(i):
+        t = ctx.t(i)
+        kind = "float16" if t.type == 1 else t.type_name.lower()
+        ctx.report.quantization.append({"tensor": t.name, "decision": f"{kind} constant converted to float32"})
+        ctx.fold(op, 0, ctx.const(i))
+        return
+    ctx.set(op, 0, ctx.port(i))
+
+
+def _check_quantize(op, ctx):
+    i = op.inputs[0]
+    if ctx.is_const(i) or ctx.dequantize or ctx.is_quant(i):
+        return None
+    return ("quantizes a float tensor inside the model; Arm NN's format has no Quantize layer and "
+            "one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
+
+
+@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation",),
+                   notes="requantization as Linear(a=1) into the new quantization")
+def quantize(ctx, op):
+    i, o = op.inputs[0], op.outputs[0]
+    if ctx.is_const(i):
+        t = ctx.t(o)
+        real = ctx.const(i)
+        if t.quant is not None:  # the values the quantized constant really holds
+            qmin, qmax = (-128, 127) if t.type == Q.INT8 else (0, 255)
+            s, zp = float(t.quant.scale[0]), int(t.quant.zero_point[0])
+            real = ((np.clip(np.round(real / s) + zp, qmin, qmax) - zp) * s).astype(np.float32)
+        ctx.fold(op, 0, real)
+        return
+    x = ctx.port(i)
+    q = ctx.out_quant(op)
+    if q is None or (x.info.scale, x.info.offset) == q:
+        ctx.set(op, 0, x)
+        return
+    ctx.set(op, 0, ctx.nb.linear(x, 1.0, 0.0, ctx.name(op), quant=q))

@@ -1,0 +1,143 @@
+"""Reductions and normalizations."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir import descriptors as D
+from armnn_import.ir.types import (DataLayout, LayerType, NormalizationAlgorithmChannel,
+                                   NormalizationAlgorithmMethod, PoolingAlgorithm)
+from armnn_import.lowering import Unsupported
+
+from .elementwise import _float_only
+from .shape import _scalar_shape
+from . import REGISTRY
+
+NHWC = DataLayout.NHWC
+
+
+def _axes(ctx, op, rank):
+    axes = sorted({int(a) % rank for a in ctx.ints(op.inputs[1]).reshape(-1)}) if rank else []
+    if any(not -rank <= int(a) < rank for a in ctx.ints(op.inputs[1]).reshape(-1)):
+        raise Unsupported(f"reduction axes out of range for rank {rank}")
+    return axes
+
+
+def _out_shape(shape, axes, keep):
+    if keep:
+        return tuple(1 if a in axes else n for a, n in enumerate(shape))
+    return _scalar_shape(tuple(n for a, n in enumerate(shape) if a not in axes))
+
+
+def _check_reduce(op, ctx):
+    return None if ctx.is_const(op.inputs[1]) else "reduction axes must be a constant"
+
+
+def _reduce(fn):
+    def convert(ctx, op):
+        if ctx.is_const(op.inputs[0]):
+            raise Unsupported("reduction of a constant")
+        x = ctx.port(op.inputs[0])
+        axes = _axes(ctx, op, x.info.rank)
+        keep = bool(op.options.get("keep_dims", False))
+        if not axes:
+            ctx.set(op, 0, x)
+            return
+        ctx.set(op, 0, fn(ctx, op, x, axes, keep, ctx.name(op), ctx.out_quant(op)))
+    return convert
+
+
+@REGISTRY.register("MEAN", since=1, until=3, check=_check_reduce, layers=("Mean",))
+def mean(ctx, op):
+    _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.nb.mean(x, axes, keep, name, quant=q))(ctx, op)
+
+
+@REGISTRY.register("SUM", since=1, until=2, check=_check_reduce, layers=("Mean", "Activation"),
+                   notes="Mean times the element count")
+def sum_(ctx, op):
+    def lower(ctx, op, x, axes, keep, name, q):
+        count = int(np.prod([x.info.shape[a] for a in axes]))
+        # quantized: the mean in a scale count times finer holds exactly the sum's levels
+        mq = None if q is None else (q[0] / count, q[1])
+        m = ctx.nb.mean(x, axes, keep, f"{name}_mean", quant=mq)
+        return ctx.nb.linear(m, float(count), 0.0, name, quant=q)
+    ctx.report.decomposition("SUM", "Mean, then Linear(a=element count)")
+    _reduce(lower)(ctx, op)
+
+
+def pool_reduce(ctx, x, axes, keep, name, quant=None):
+    """Max over `axes` as one Pooling2d whose window covers the reduced elements."""
+    nb, shape = ctx.nb, x.info.shape
+    kept = [a for a in range(len(shape)) if a not in axes]
+    r = int(np.prod([shape[a] for a in axes]))
+    if axes == list(range(axes[0], axes[-1] + 1)):  # contiguous: no Permute needed
+        before = int(np.prod(shape[:axes[0]]))
+        after = int(np.prod(shape[axes[-1] + 1:]))
+        y = nb.reshape(x, (before, r, 1, after), f"{name}_4d")
+    else:
+        y = nb.permute(x, kept + axes, f"{name}_order")
+        y = nb.reshape(y, (int(np.prod([shape[a] for a in kept])), r, 1, 1), f"{name}_4d")
+    y = nb.pool2d(y, PoolingAlgorithm.Max, (r, 1), name, layout=NHWC, quant=quant)
+    return nb.reshape(y, _out_shape(shape, axes, keep), f"{name}_shape")
+
+
+@REGISTRY.register("REDUCE_MAX", since=1, until=3, check=_check_reduce, layers=("Pooling2d", "Reshape"),
+                   notes="a Max Pooling2d over the reduced elements")
+def reduce_max(ctx, op):
+    _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q))(ctx, op)
+
+
+@REGISTRY.register("REDUCE_MIN", since=1, until=3, check=_check_reduce,
+                   layers=("Activation", "Pooling2d", "Reshape"), notes="-max(-x)")
+def reduce_min(ctx, op):
+    def lower(ctx, op, x, axes, keep, name, q):
+        nq = None if not x.info.dtype.is_quantized else (x.info.scale, 255 - x.info.offset)  # q -> 255 - q
+        neg = ctx.nb.linear(x, -1.0, 0.0, f"{name}_negate", quant=nq)
+        m = pool_reduce(ctx, neg, axes, keep, f"{name}_max")
+        return ctx.nb.linear(m, -1.0, 0.0, name, quant=q)
+    _reduce(lower)(ctx, op)
+
+
+@REGISTRY.register("REDUCE_PROD", since=1, until=2, check=lambda op, ctx: _check_reduce(op, ctx) or
+                   _float_only(op, ctx), layers=("StridedSlice", "Multiplication", "Merger"),
+                   notes="pairwise products of halves, log2(n) levels per axis")
+def reduce_prod(ctx, op):
+    def lower(ctx, op, x, axes, keep, name, q):
+        nb, y = ctx.nb, x
+        for a in axes:
+            n, level = y.info.shape[a], 0
+            while n > 1:
+                h = n // 2
+                tag = f"{name}_{a}_{level}"
+                m = nb.binary(LayerType.Multiplication, nb.take(y, a, 0, h, f"{tag}_lo"),
+                              nb.take(y, a, h, 2 * h, f"{tag}_hi"), tag)
+                if n % 2:
+                    m = nb.concat([m, nb.take(y, a, 2 * h, n, f"{tag}_odd")], a, f"{tag}_join")
+                y, n, level = m, h + n % 2, level + 1
+        return nb.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape")
+    ctx.report.decomposition("REDUCE_PROD", "products of halves (StridedSlice, Multiplication)")
+    _reduce(lower)(ctx, op)
+
+
+@REGISTRY.register("L2_NORMALIZATION", since=1, until=2, layers=("L2Normalization", "Reshape"))
+def l2_normalization(ctx, op):
+    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    x = ctx.port(op.inputs[0])
+    shape = x.info.shape
+    y = x if len(shape) == 4 else nb.reshape(x, (int(np.prod(shape[:-1])), 1, 1, shape[-1]), f"{name}_4d")
+    y = nb.add(LayerType.L2Normalization, name, [y], D.L2NormalizationDescriptor(NHWC), quant=q)
+    y = nb.reshape(y, shape, f"{name}_shape")
+    ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), name, q))
+
+
+@REGISTRY.register("LOCAL_RESPONSE_NORMALIZATION", since=1, until=1,
+                   check=lambda op, ctx: _float_only(op, ctx) or (
+                       None if len(ctx.shape(op.inputs[0])) == 4 else "input is not 4-D"),
+                   layers=("Normalization",), notes="Across, LocalBrightness, NHWC")
+def lrn(ctx, op):
+    o = op.options
+    x = ctx.port(op.inputs[0])
+    desc = D.NormalizationDescriptor(NormalizationAlgorithmChannel.Across,
+                                     NormalizationAlgorithmMethod.LocalBrightness,
+                                     2 * int(o["radius"]) + 1, float(o["alpha"]), float(o["beta"]),
+                                     float(o["bias"]), NHWC)
+    ctx.set(op, 0, ctx.nb.add(LayerType.Normalization, ctx.name(op), [x], desc))

@@ -1,0 +1,596 @@
+"""Shape and data movement: reshapes, transposes, concatenation, slicing,
+padding, tiling, gathering, depth/space/batch rearrangements. Operators whose
+inputs are all constants are evaluated at conversion time."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir import descriptors as D
+from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
+from armnn_import.lowering import Unsupported
+
+from . import REGISTRY
+
+NHWC = DataLayout.NHWC
+MAX_SLICES = 32  # above this many pieces a constant gather becomes a FullyConnected selection
+MAX_MATRIX = 1 << 26  # elements of a constant selection or interpolation matrix
+MAX_COPIES = 4096  # Merger inputs made by TILE
+
+
+def _all_const(ctx, op, inputs=None) -> bool:
+    ins = [i for i in (op.inputs if inputs is None else inputs) if i >= 0]
+    return all(ctx.is_const(i) for i in ins)
+
+
+def _value(ctx, i):
+    """A folded constant's raw values (ints stay ints)."""
+    if i in ctx.folded:
+        return ctx.folded[i]
+    t = ctx.t(i)
+    return ctx.const(i) if t.quant is not None or t.data.dtype.kind == "f" else t.data
+
+
+def _scalar_shape(shape):
+    return tuple(shape) or (1,)
+
+
+def _axis(a: int, rank: int) -> int:
+    if not -rank <= a < rank:
+        raise Unsupported(f"axis {a} out of range for rank {rank}")
+    return a % rank
+
+
+def materialize(ctx, i, like):
+    """A constant operand as a runtime tensor of like's type, without a Constant layer."""
+    from .elementwise import quant_constant
+
+    t = ctx.t(i)
+    if like.info.dtype.is_quantized:
+        q = ctx.qparams(i) if t.quant is not None and t.quant.per_tensor and t.type in (3, 9) else None
+        return quant_constant(ctx, like, ctx.const(i), q, f"{t.name}_const")
+    if like.info.dtype != DataType.Float32 or (t.type not in (0, 1) and t.quant is None):
+        raise Unsupported(f"constant tensor {t.name!r} would need a Constant layer here")
+    return ctx.nb.constant(like, ctx.const(i), f"{t.name}_const")
+
+
+# -- reshapes ---------------------------------------------------------------------------------
+def _reshape_target(ctx, op, total):
+    if len(op.inputs) > 1 and op.inputs[1] >= 0 and ctx.is_const(op.inputs[1]):
+        shape = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    elif len(op.options.get("new_shape", ())):
+        shape = [int(v) for v in op.options["new_shape"]]
+    else:
+        shape = list(ctx.t(op.outputs[0]).shape)
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
+        raise Unsupported(f"reshape target {shape}")
+    if -1 in shape:
+        rest = int(np.prod([d for d in shape if d != -1]))
+        if rest == 0 or total % rest:
+            raise Unsupported(f"cannot reshape {total} elements to {shape}")
+        shape[shape.index(-1)] = total // rest
+    if int(np.prod(shape)) != total:
+        raise Unsupported(f"cannot reshape {total} elements to {shape}")
+    return tuple(shape)
+
+
+def _reshape_to(ctx, op, shape_fn):
+    x = op.inputs[0]
+    if ctx.is_const(x):
+        v = np.asarray(_value(ctx, x))
+        ctx.fold(op, 0, v.reshape(shape_fn(v.shape, v.size)))
+        return
+    p = ctx.port(x)
+    ctx.set(op, 0, ctx.nb.reshape(p, _scalar_shape(shape_fn(p.info.shape, p.info.num_elements)), ctx.name(op)))
+
+
+@REGISTRY.register("RESHAPE", since=1, until=1, layers=("Reshape",))
+def reshape(ctx, op):
+    _reshape_to(ctx, op, lambda shape, total: _reshape_target(ctx, op, total))
+
+
+@REGISTRY.register("SQUEEZE", since=1, until=2, layers=("Reshape",))
+def squeeze(ctx, op):
+    dims = [int(d) for d in op.options.get("squeeze_dims", ())]
+
+    def target(shape, total):
+        axes = {_axis(d, len(shape)) for d in dims} if dims else {i for i, n in enumerate(shape) if n == 1}
+        return tuple(n for i, n in enumerate(shape) if i not in axes)
+    _reshape_to(ctx, op, target)
+
+
+@REGISTRY.register("EXPAND_DIMS", since=1, until=1, layers=("Reshape",))
+def expand_dims(ctx, op):
+    a = int(ctx.ints(op.inputs[1]).reshape(-1)[0])
+
+    def target(shape, total):
+        axis = _axis(a, len(shape) + 1)
+        return tuple(shape[:axis]) + (1,) + tuple(shape[axis:])
+    _reshape_to(ctx, op, target)
+
+
+@REGISTRY.register("TRANSPOSE", since=1, until=6, layers=("Permute",))
+def transpose(ctx, op):
+    perm = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    if ctx.is_const(op.inputs[0]):
+        ctx.fold(op, 0, np.transpose(_value(ctx, op.inputs[0]), perm))
+        return
+    x = ctx.port(op.inputs[0])
+    if sorted(perm) != list(range(x.info.rank)):
+        raise Unsupported(f"perm {perm} is not a permutation of rank {x.info.rank}")
+    ctx.set(op, 0, ctx.nb.permute(x, perm, ctx.name(op)))
+
+
+@REGISTRY.register("SHAPE", since=1, until=1, layers=(), notes="evaluated at conversion time")
+def shape_op(ctx, op):
+    dtype = np.int64 if op.options.get("out_type") == 4 else np.int32
+    ctx.fold(op, 0, np.array(ctx.shape(op.inputs[0]), dtype))
+
+
+def _check_cast(op, ctx):
+    return None if _all_const(ctx, op) else "a runtime type conversion; Arm NN's format has no Cast layer"
+
+
+@REGISTRY.register("CAST", since=1, until=6, check=_check_cast, layers=(), notes="constants only")
+def cast(ctx, op):
+    from ..model import NP_TYPES
+    ctx.fold(op, 0, np.asarray(_value(ctx, op.inputs[0])).astype(NP_TYPES[ctx.t(op.outputs[0]).type]))
+
+
+# -- concatenation and splitting --------------------------------------------------------------
+def _concat(ctx, op, ports_or_consts, axis, name, q):
+    ref = next(p for p in ports_or_consts if not isinstance(p, int))
+    ports = [materialize(ctx, p, ref) if isinstance(p, int) else p for p in ports_or_consts]
+    return ctx.nb.concat(ports, axis, name, quant=q)
+
+
+@REGISTRY.register("CONCATENATION", since=1, until=4, layers=("Merger",))
+def concatenation(ctx, op):
+    ins = list(op.inputs)
+    if _all_const(ctx, op):
+        ctx.fold(op, 0, np.concatenate([_value(ctx, i) for i in ins], axis=op.options["axis"]))
+        return
+    items = [i if ctx.is_const(i) else ctx.port(i) for i in ins]
+    rank = len(ctx.shape(ins[0]))
+    q = ctx.out_quant(op)
+    y = _concat(ctx, op, items, _axis(op.options["axis"], rank), ctx.name(op), q)
+    ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), ctx.name(op), q))
+
+
+@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger"))
+def pack(ctx, op):
+    axis = op.options.get("axis", 0)
+    if _all_const(ctx, op):
+        ctx.fold(op, 0, np.stack([_value(ctx, i) for i in op.inputs], axis=axis))
+        return
+    rank = len(ctx.shape(op.inputs[0])) + 1
+    axis = _axis(axis, rank)
+    items = []
+    for k, i in enumerate(op.inputs):
+        if ctx.is_const(i):
+            items.append(i)
+            continue
+        p = ctx.port(i)
+        shape = ctx.t(i).shape if not ctx.overridden else p.info.shape
+        items.append(ctx.nb.reshape(p, tuple(shape[:axis]) + (1,) + tuple(shape[axis:]), f"{ctx.name(op)}_in{k}"))
+    if any(isinstance(it, int) for it in items):
+        raise Unsupported("packing constants with computed tensors")
+    ctx.set(op, 0, ctx.nb.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op)))
+
+
+@REGISTRY.register("UNPACK", since=1, until=4, layers=("StridedSlice", "Reshape"))
+def unpack(ctx, op):
+    x = ctx.port(op.inputs[0])
+    axis = _axis(op.options.get("axis", 0), x.info.rank)
+    if x.info.shape[axis] != len(op.outputs):
+        raise Unsupported(f"unpacking {x.info.shape[axis]} slices into {len(op.outputs)} outputs")
+    shape = x.info.shape[:axis] + x.info.shape[axis + 1:]
+    parts = ctx.nb.split(x, axis, [1] * x.info.shape[axis], ctx.name(op))
+    for k, p in enumerate(parts):
+        ctx.set(op, k, ctx.nb.reshape(p, _scalar_shape(shape), ctx.name(op, k)))
+
+
+def _split(ctx, op, x, axis, sizes):
+    parts = ctx.nb.split(x, axis, sizes, ctx.name(op))
+    for k, p in enumerate(parts):
+        ctx.set(op, k, p)
+
+
+@REGISTRY.register("SPLIT", since=1, until=4, layers=("StridedSlice",))
+def split(ctx, op):
+    x = ctx.port(op.inputs[1])
+    axis = _axis(int(ctx.ints(op.inputs[0]).reshape(-1)[0]), x.info.rank)
+    n = int(op.options["num_splits"])
+    if n != len(op.outputs) or x.info.shape[axis] % n:
+        raise Unsupported(f"{x.info.shape[axis]} does not split into {n} equal parts")
+    _split(ctx, op, x, axis, [x.info.shape[axis] // n] * n)
+
+
+@REGISTRY.register("SPLIT_V", since=1, until=2, layers=("StridedSlice",))
+def split_v(ctx, op):
+    x = ctx.port(op.inputs[0])
+    axis = _axis(int(ctx.ints(op.inputs[2]).reshape(-1)[0]), x.info.rank)
+    sizes = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    dim = x.info.shape[axis]
+    if sizes.count(-1) == 1:
+        sizes[sizes.index(-1)] = dim - sum(s for s in sizes if s != -1)
+    if sum(sizes) != dim or any(s < 0 for s in sizes) or len(sizes) != len(op.outputs):
+        raise Unsupported(f"split sizes {sizes} do not add up to {dim}")
+    _split(ctx, op, x, axis, sizes)
+
+
+# -- slicing ----------------------------------------------------------------------------------
+def _index_shape(shape, index) -> tuple[int, ...]:
+    """numpy's result shape of x[index] without touching data."""
+    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, np.int8), shape=shape, strides=[0] * len(shape))
+    return dummy[index].shape
+
+
+def _apply_index(ctx, op, index):
+    """x[index] for a numpy basic index (ints, slices, None, Ellipsis)."""
+    xi = op.inputs[0]
+    if ctx.is_const(xi):
+        ctx.fold(op, 0, np.asarray(_value(ctx, xi))[index])
+        return
+    x = ctx.port(xi)
+    shape = x.info.shape
+    out_shape = _index_shape(shape, index)  # raises IndexError on a bad index
+    # expand the Ellipsis, drop new axes: one int or slice per input dimension
+    items = [it for it in index if it is not None]
+    if any(it is Ellipsis for it in items):
+        k = items.index(Ellipsis)
+        items = items[:k] + [slice(None)] * (len(shape) - len(items) + 1) + items[k + 1:]
+    items += [slice(None)] * (len(shape) - len(items))
+    begin, end, stride = [], [], []
+    for it, dim in zip(items, shape):
+        if isinstance(it, slice):
+            begin.append(it.start)
+            end.append(it.stop)
+            stride.append(it.step if it.step is not None else 1)
+        else:
+            i = int(it) % dim
+            begin.append(i)
+            end.append(i + 1)
+            stride.append(1)
+    y = ctx.nb.slice(x, begin, end, stride, ctx.name(op))
+    ctx.set(op, 0, ctx.nb.reshape(y, _scalar_shape(out_shape), f"{ctx.name(op)}_shape"))
+
+
+def _check_strided_slice(op, ctx):
+    for i in op.inputs[1:4]:
+        if i >= 0 and not ctx.is_const(i):
+            return "begin, end and strides must be constants"
+    if any(v == 0 for v in ctx.ints(op.inputs[3]).reshape(-1)):
+        return "a stride of 0"
+    return None
+
+
+@REGISTRY.register("STRIDED_SLICE", since=1, until=8, check=_check_strided_slice,
+                   layers=("StridedSlice", "Reshape"), notes="all masks, including ellipsis and new axis")
+def strided_slice(ctx, op):
+    o = op.options
+    b, e, s = (ctx.ints(i).reshape(-1) for i in op.inputs[1:4])
+    index = []
+    for k in range(len(b)):
+        if o["ellipsis_mask"] >> k & 1:
+            index.append(Ellipsis)
+        elif o["new_axis_mask"] >> k & 1:
+            index.append(None)
+        elif o["shrink_axis_mask"] >> k & 1:
+            index.append(int(b[k]))
+        else:
+            stop = int(b[k] + e[k]) if o.get("offset") else int(e[k])
+            index.append(slice(None if o["begin_mask"] >> k & 1 else int(b[k]),
+                               None if o["end_mask"] >> k & 1 else stop, int(s[k])))
+    try:
+        _apply_index(ctx, op, tuple(index))
+    except IndexError as err:
+        raise Unsupported(f"strided slice out of range: {err}") from None
+
+
+@REGISTRY.register("SLICE", since=1, until=6, layers=("StridedSlice",))
+def slice_op(ctx, op):
+    begin = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    size = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
+    index = tuple(slice(b, None if n == -1 else b + n) for b, n in zip(begin, size))
+    _apply_index(ctx, op, index)
+
+
+# -- padding and tiling -----------------------------------------------------------------------
+def _pads(ctx, op, rank):
+    p = ctx.ints(op.inputs[1]).reshape(-1, 2)
+    if p.shape[0] != rank or (p < 0).any():
+        raise Unsupported(f"paddings {p.tolist()} for a rank-{rank} input")
+    return [(int(a), int(b)) for a, b in p]
+
+
+@REGISTRY.register("PAD", since=1, until=4, layers=("Pad",))
+@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation"),
+                   notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float")
+def pad(ctx, op):
+    nb, name = ctx.nb, ctx.name(op)
+    x = ctx.port(op.inputs[0])
+    pads = _pads(ctx, op, x.info.rank)
+    if x.info.rank > 4:
+        raise Unsupported("Arm NN's Pad takes at most 4-D input")
+    value = 0.0
+    if len(op.inputs) > 2 and op.inputs[2] >= 0:
+        value = float(ctx.const(op.inputs[2]).reshape(-1)[0])
+    if value == 0.0:
+        ctx.set(op, 0, quant_pad(ctx, x, pads, name) if x.info.dtype.is_quantized and x.info.offset
+                else nb.pad(x, pads, name))
+        return
+    ctx.report.decomposition("PADV2", "Linear(x - v), Pad with zeros, Linear(+ v)")
+    if x.info.dtype != DataType.Float32:
+        # the same bytes read with the pad value's level as offset hold x - v: pad those with 0
+        scale, offset = x.info.scale, x.info.offset
+        level = value / scale + offset
+        if abs(level - round(level)) > 1e-3 or not 0 <= round(level) <= 255:
+            raise Unsupported("a pad value that the quantized tensor cannot hold")
+        y = nb.linear(x, 1.0, -value, f"{name}_shift", quant=(scale, int(round(level))))
+        y = quant_pad(ctx, y, pads, f"{name}_pad") if round(level) else nb.pad(y, pads, f"{name}_pad")
+        ctx.set(op, 0, nb.linear(y, 1.0, value, name, quant=(scale, offset)))
+        return
+    y = nb.pad(nb.linear(x, 1.0, -value, f"{name}_shift"), pads, f"{name}_pad")
+    ctx.set(op, 0, nb.linear(y, 1.0, value, name))
+
+
+def quant_pad(ctx, x, pads, name):
+    """Zero padding of a quantized tensor whose offset is not 0: Arm NN 20.08's
+    Pad writes the raw byte 0, which is not the value 0 there. SpaceToBatchNd
+    with block 1 pads H and W with a true 0; other axes pad the positive and
+    negative parts separately (each quantized with offset 0, exactly) and
+    subtract them."""
+    nb = ctx.nb
+    q = (x.info.scale, x.info.offset)
+    if x.info.rank == 4 and pads[0] == (0, 0) and pads[3] == (0, 0):
+        ctx.report.decomposition("PAD (quantized)", "SpaceToBatchNd with block 1x1: pads with the zero point")
+        return _s2b(nb, x, (1, 1), (*pads[1], *pads[2]), name)
+    ctx.report.decomposition("PAD (quantized, non-spatial)", "max(x, 0) and max(-x, 0) quantized with offset 0, "
+                             "each zero-padded, then subtracted")
+    pos = nb.clamp(x, 0.0, np.inf, f"{name}_pos", quant=(q[0], 0)) if q[1] < 255 else None
+    neg = nb.clamp(nb.linear(x, -1.0, 0.0, f"{name}_negate", quant=(q[0], 255 - q[1])), 0.0, np.inf,
+                   f"{name}_neg", quant=(q[0], 0))
+    negp = nb.pad(neg, pads, f"{name}_neg_pad")
+    if pos is None:
+        return nb.linear(negp, -1.0, 0.0, name, quant=q)
+    return nb.binary(LayerType.Subtraction, nb.pad(pos, pads, f"{name}_pos_pad"), negp, name, quant=q)
+
+
+@REGISTRY.register("MIRROR_PAD", since=1, until=3, layers=("StridedSlice", "Merger"),
+                   notes="reversed StridedSlices concatenated per axis")
+def mirror_pad(ctx, op):
+    nb, name = ctx.nb, ctx.name(op)
+    y = ctx.port(op.inputs[0])
+    symmetric = op.options.get("mode", 0) == 1
+    for axis, (before, after) in enumerate(_pads(ctx, op, y.info.rank)):
+        n = y.info.shape[axis]
+        edge = 0 if symmetric else 1
+        if before + edge > n or after + edge > n:
+            raise Unsupported(f"padding {before, after} is larger than dimension {axis} ({n})")
+        parts = []
+        if before:  # indices before-1+edge .. edge, descending
+            parts.append(nb.take(y, axis, before - 1 + edge, (edge - 1) if edge else None, f"{name}_l{axis}", -1))
+        parts.append(y)
+        if after:  # indices n-1-edge .. n-after-edge, descending
+            stop = n - 1 - edge - after
+            parts.append(nb.take(y, axis, n - 1 - edge, stop if stop >= 0 else None, f"{name}_r{axis}", -1))
+        y = nb.concat(parts, axis, f"{name}_{axis}") if len(parts) > 1 else y
+    ctx.set(op, 0, y)
+
+
+@REGISTRY.register("TILE", since=1, until=3, layers=("Merger",))
+def tile(ctx, op):
+    mult = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    if ctx.is_const(op.inputs[0]):
+        ctx.fold(op, 0, np.tile(_value(ctx, op.inputs[0]), mult))
+        return
+    y = ctx.port(op.inputs[0])
+    if len(mult) != y.info.rank or any(m < 1 for m in mult) or sum(mult) > MAX_COPIES:
+        raise Unsupported(f"multiples {mult} for a rank-{y.info.rank} input")
+    for axis, m in enumerate(mult):
+        if m > 1:
+            y = ctx.nb.concat([y] * m, axis, f"{ctx.name(op)}_{axis}")
+    ctx.set(op, 0, y)
+
+
+@REGISTRY.register("BROADCAST_TO", since=1, until=3, layers=("Reshape", "Merger"),
+                   notes="copies concatenated along the broadcast axes")
+def broadcast_to(ctx, op):
+    target = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    if ctx.is_const(op.inputs[0]):
+        ctx.fold(op, 0, np.broadcast_to(_value(ctx, op.inputs[0]), target).copy())
+        return
+    y = ctx.port(op.inputs[0])
+    shape = y.info.shape
+    if len(shape) > len(target) or np.broadcast_shapes(shape, tuple(target)) != tuple(target):
+        raise Unsupported(f"cannot broadcast {list(shape)} to {target}")
+    if sum(target) > MAX_COPIES:
+        raise Unsupported(f"broadcast to {target} needs too many copies")
+    y = ctx.nb.reshape(y, (1,) * (len(target) - len(shape)) + tuple(shape), f"{ctx.name(op)}_rank")
+    for axis, n in enumerate(target):
+        if y.info.shape[axis] != n:
+            y = ctx.nb.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
+    ctx.set(op, 0, y)
+
+
+# -- gathering --------------------------------------------------------------------------------
+def _runs(idx):
+    """Split indices into (start, step, count) runs of equal nonzero steps or repeats (step 0)."""
+    runs, k = [], 0
+    while k < len(idx):
+        if k + 1 < len(idx):
+            step = int(idx[k + 1] - idx[k])
+            j = k + 1
+            while j + 1 < len(idx) and idx[j + 1] - idx[j] == step:
+                j += 1
+            runs.append((int(idx[k]), step, j - k + 1))
+            k = j + 1
+        else:
+            runs.append((int(idx[k]), 1, 1))
+            k += 1
+    return runs
+
+
+def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
+    """x.take(idx, axis) for constant 1-D indices, exactly: upsampling repeats by
+    concatenation, runs by StridedSlices, anything longer by a FullyConnected
+    with a 0/1 selection matrix. No Constant or Gather layer."""
+    nb = ctx.nb
+    shape = x.info.shape
+    n = shape[axis]
+    idx = np.asarray(idx, np.int64) % n
+    if np.array_equal(idx, np.arange(n)):
+        return x
+    f = len(idx) // n if len(idx) % n == 0 else 0
+    if f > 1 and np.array_equal(idx, np.repeat(np.arange(n), f)):  # nearest upsampling
+        inner = shape[:axis + 1] + (1,) + shape[axis + 1:]
+        y = nb.reshape(x, inner, f"{name}_split")
+        y = nb.concat([y] * f, axis + 1, f"{name}_repeat")
+        return nb.reshape(y, shape[:axis] + (n * f,) + shape[axis + 1:], f"{name}_join")
+    runs = _runs(idx)
+    if len(runs) <= MAX_SLICES:
+        parts = []
+        for k, (start, step, count) in enumerate(runs):
+            if step == 0:
+                one = nb.take(x, axis, start, start + 1, f"{name}_p{k}")
+                parts.extend([one] * count)
+            else:
+                stop = start + step * count
+                parts.append(nb.take(x, axis, start, stop if stop >= 0 else None, f"{name}_p{k}", step))
+        return nb.concat(parts, axis, name) if len(parts) > 1 else parts[0]
+    # selection matrix on the last axis: permute the axis last, FullyConnected, permute back
+    if len(idx) * n > MAX_MATRIX:
+        raise Unsupported(f"a {len(idx)}x{n} selection matrix is too large")
+    perm = [a for a in range(len(shape)) if a != axis] + [axis]
+    y = nb.permute(x, perm, f"{name}_last")
+    rows = int(np.prod([shape[a] for a in perm[:-1]]))
+    y = nb.reshape(y, (rows, n), f"{name}_rows")
+    sel = np.zeros((len(idx), n), np.float32)
+    sel[np.arange(len(idx)), idx] = 1.0
+    if x.info.dtype.is_quantized:
+        w = ConstTensor(sel.astype(np.uint8), TensorInfo(sel.shape, DataType.QuantisedAsymm8, 1.0, 0))
+        y = nb.fully_connected(y, w, None, f"{name}_select", quant=(x.info.scale, x.info.offset))
+    else:
+        y = nb.fully_connected(y, sel, None, f"{name}_select")
+    ctx.report.decomposition("constant gather", "StridedSlices and Merger, or a FullyConnected "
+                             "with a 0/1 selection matrix")
+    y = nb.reshape(y, tuple(shape[a] for a in perm[:-1]) + (len(idx),), f"{name}_unrows")
+    back = [0] * len(perm)
+    for i, p in enumerate(perm):
+        back[p] = i
+    return nb.permute(y, back, f"{name}_back")
+
+
+def _check_gather(op, ctx):
+    if op.options.get("batch_dims", 0):
+        return "batch_dims is not supported"
+    if not ctx.is_const(op.inputs[1]):
+        # Arm NN 20.08's deserializer reads a Gather descriptor this schema's GatherLayer lacks
+        # (null pointer): a Gather layer crashes it.
+        return ("indices computed at run time need a Gather layer, which Arm NN 20.08 cannot "
+                "read from this format")
+    return None
+
+
+@REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute"),
+                   notes="constant indices only, without a Gather layer")
+def gather(ctx, op):
+    nb, name = ctx.nb, ctx.name(op)
+    xi, ii = op.inputs[:2]
+    axis = op.options.get("axis", 0)
+    if _all_const(ctx, op):
+        ctx.fold(op, 0, np.take(_value(ctx, xi), ctx.ints(ii), axis=axis))
+        return
+    x = ctx.port(xi)
+    axis = _axis(axis, x.info.rank)
+    shape = x.info.shape
+    if ctx.is_const(ii):
+        idx = ctx.ints(ii)
+        if ((idx < -shape[axis]) | (idx >= shape[axis])).any():
+            raise Unsupported(f"gather index out of range for dimension {shape[axis]}")
+        y = gather_const(ctx, x, axis, idx.reshape(-1), name)
+        out = shape[:axis] + idx.shape + shape[axis + 1:]
+        ctx.set(op, 0, nb.reshape(y, _scalar_shape(out), f"{name}_shape"))
+        return
+    raise Unsupported("indices computed at run time")
+
+
+# -- depth, space and batch -------------------------------------------------------------------
+def _b2s(nb, x, block, crops, name):
+    return nb.add(LayerType.BatchToSpaceNd, name, [x], D.BatchToSpaceNdDescriptor(tuple(block), tuple(crops), NHWC))
+
+
+def _s2b(nb, x, block, pads, name):
+    return nb.add(LayerType.SpaceToBatchNd, name, [x], D.SpaceToBatchNdDescriptor(tuple(block), tuple(pads), NHWC))
+
+
+def _check_4d(op, ctx):
+    return None if len(ctx.shape(op.inputs[0])) == 4 else "input is not 4-D"
+
+
+@REGISTRY.register("DEPTH_TO_SPACE", since=1, until=2, check=_check_4d,
+                   layers=("Reshape", "Permute", "BatchToSpaceNd"))
+def depth_to_space(ctx, op):
+    nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
+    x = ctx.port(op.inputs[0])
+    n, h, w, c = x.info.shape
+    if b < 1 or c % (b * b):
+        raise Unsupported(f"{c} channels do not divide by block {b}x{b}")
+    c2 = c // (b * b)
+    y = nb.reshape(x, (n, h * w, b * b, c2), f"{name}_blocks")
+    y = nb.permute(y, (2, 0, 1, 3), f"{name}_to_batch")
+    y = nb.reshape(y, (b * b * n, h, w, c2), f"{name}_batch")
+    ctx.set(op, 0, _b2s(nb, y, (b, b), (0, 0, 0, 0), name))
+
+
+@REGISTRY.register("SPACE_TO_DEPTH", since=1, until=2, check=_check_4d,
+                   layers=("SpaceToBatchNd", "Reshape", "Permute"))
+def space_to_depth(ctx, op):
+    nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
+    x = ctx.port(op.inputs[0])
+    n, h, w, c = x.info.shape
+    if b < 1 or h % b or w % b:
+        raise Unsupported(f"spatial size {h}x{w} does not divide by block {b}")
+    y = _s2b(nb, x, (b, b), (0, 0, 0, 0), f"{name}_s2b")
+    y = nb.reshape(y, (b * b, n, (h // b) * (w // b), c), f"{name}_blocks")
+    y = nb.permute(y, (1, 2, 0, 3), f"{name}_to_depth")
+    ctx.set(op, 0, nb.reshape(y, (n, h // b, w // b, b * b * c), name))
+
+
+def _check_batch_space(op, ctx):
+    rank = len(ctx.shape(op.inputs[0]))
+    if not all(ctx.is_const(i) for i in op.inputs[1:3]):
+        return "block shape and paddings must be constants"
+    nblock = ctx.ints(op.inputs[1]).size
+    if (rank, nblock) not in ((4, 2), (3, 1)):
+        return f"a rank-{rank} input with {nblock} block dimensions (Arm NN takes 4-D NHWC)"
+    return None
+
+
+def _batch_space(ctx, op, to_batch: bool):
+    nb, name = ctx.nb, ctx.name(op)
+    x = ctx.port(op.inputs[0])
+    block = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    pairs = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
+    if any(v < 0 for v in pairs) or any(v < 1 for v in block):
+        raise Unsupported(f"block {block} with paddings/crops {pairs}")
+    three = x.info.rank == 3
+    if three:  # [N, W, C] -> [N, W, 1, C]
+        n, w, c = x.info.shape
+        x = nb.reshape(x, (n, w, 1, c), f"{name}_4d")
+        block, pairs = block + [1], pairs + [0, 0]
+    y = (_s2b if to_batch else _b2s)(nb, x, block, pairs, name)
+    if three:
+        y = nb.reshape(y, (y.info.shape[0], y.info.shape[1], y.info.shape[3]), f"{name}_3d")
+    ctx.set(op, 0, y)
+
+
+@REGISTRY.register("SPACE_TO_BATCH_ND", since=1, until=4, check=_check_batch_space, layers=("SpaceToBatchNd",))
+def space_to_batch_nd(ctx, op):
+    _batch_space(ctx, op, True)
+
+
+@REGISTRY.register("BATCH_TO_SPACE_ND", since=1, until=4, check=_check_batch_space, layers=("BatchToSpaceNd",))
+def batch_to_space_nd(ctx, op):
+    _batch_space(ctx, op, False)
