@@ -84,8 +84,14 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         with report.phase("frontend"):
             graph = fe.convert(model, options, report)
         from .passes import run_pipeline
+        from .passes.convert import TO_NCHW, TO_NHWC, set_io_layout, to_float16
         with report.phase("passes"):
+            target = _io_layout(fe, options)
+            if target is not None and target != _FORMAT_LAYOUT.get(fe.name):
+                set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
             run_pipeline(graph, report)
+            if options.fp16:
+                to_float16(graph, report)
         from .report import io_summary
         report.inputs, report.outputs = io_summary(graph)
         _note_layouts(report, fe.name, options)
@@ -98,6 +104,14 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
 
 # The layout a format's 4-D tensors use unless told otherwise.
 _FORMAT_LAYOUT = {"onnx": "NCHW", "tflite": "NHWC"}
+
+
+def _io_layout(fe, options: ConvertOptions) -> str | None:
+    """The layout to give the 4-D inputs and outputs here, or None when the
+    frontend does it itself (or nothing changes)."""
+    if options.layout == "keep" or options.keep_io_layout or getattr(fe, "handles_io_layout", False):
+        return None
+    return options.layout.upper()
 
 
 def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 class TFLiteFrontend:
     name = "tflite"
+    handles_io_layout = True  # --layout nchw is applied while lowering (convert.py)
     extensions = (".tflite",)
 
     @property

@@ -1,0 +1,68 @@
+"""Whole-network conversions asked for by options: --fp16 and --layout at the
+network's edges."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ConversionError
+from ..ir.descriptors import PermuteDescriptor
+from ..ir.graph import Graph
+from ..ir.types import ConstTensor, DataType, LayerType
+from ..lowering.builder import inverse_perm
+from ..report import Report
+
+TO_NCHW = (0, 3, 1, 2)  # numpy axes, NHWC -> NCHW
+TO_NHWC = (0, 2, 3, 1)
+F16_MAX = float(np.finfo(np.float16).max)
+
+
+def to_float16(graph: Graph, report: Report) -> int:
+    """Every Float32 tensor and constant becomes Float16. This format has no
+    conversion layer, so the whole network runs in Float16, its inputs and
+    outputs included (Arm NN 20.08 CpuRef runs every layer we emit in Float16)."""
+    n = 0
+    for layer in graph.layers:
+        layer.outputs = [o.with_dtype(DataType.Float16) if o.dtype == DataType.Float32 else o
+                         for o in layer.outputs]
+        for name, t in list(layer.tensors.items()):
+            if t.info.dtype != DataType.Float32:
+                continue
+            big = float(np.abs(t.data).max()) if t.data.size else 0.0
+            if big > F16_MAX:
+                raise ConversionError(f"layer {layer.name!r}: constant '{name}' holds {big:g}, beyond Float16's "
+                                      f"range ({F16_MAX:g}); convert without --fp16")
+            layer.tensors[name] = ConstTensor(t.data.astype(np.float16), t.info.with_dtype(DataType.Float16))
+            n += 1
+    report.decomposition("fp16", "every Float32 tensor and constant stored and run as Float16, "
+                                  "inputs and outputs included (the format has no conversion layer)")
+    return n
+
+
+def set_io_layout(graph: Graph, perm_in, report: Report) -> int:
+    """Give every 4-D input and output the layout `perm_in` maps to (numpy
+    axes from the network's layout to the wanted one). A Permute after each
+    such input restores the network's layout; one before each such output
+    applies the new one. The Permute sinking pass then cancels what it can."""
+    perm_out = perm_in
+    back = inverse_perm(perm_in)
+    n = 0
+    for inp in graph.input_layers:
+        info = inp.outputs[0]
+        if info.rank != 4:
+            continue
+        users = [(l, i) for l in graph.layers for i, p in enumerate(l.inputs) if p.layer is inp]
+        inp.outputs = [info.with_shape([info.shape[a] for a in perm_in])]
+        restore = graph.add(LayerType.Permute, f"{inp.name}_layout", [inp.out()],
+                            PermuteDescriptor(inverse_perm(back)))
+        for l, i in users:
+            l.inputs[i] = restore.out()
+        n += 1
+    for out in graph.output_layers:
+        src = out.inputs[0]
+        if src.info.rank != 4:
+            continue
+        p = graph.add(LayerType.Permute, f"{out.name}_layout", [src], PermuteDescriptor(inverse_perm(perm_out)))
+        out.inputs = [p.out()]
+        n += 1
+    graph.toposort()
+    return n

@@ -1,0 +1,70 @@
+"""--layout and --fp16 on every float reference model, on the real Arm NN runtime:
+a converted layout gives the `keep` results after permuting inputs and outputs
+(rtol 1e-4), and Float16 networks are about half the size and within 1e-2 of Float32."""
+import glob
+import os
+
+import numpy as np
+import pytest
+
+import armnn_import
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test_models")
+ONNX = sorted(glob.glob(os.path.join(ROOT, "onnx", "*.onnx")))
+TFLITE = sorted(glob.glob(os.path.join(ROOT, "tflite", "models", "*.float32.tflite")) +
+                glob.glob(os.path.join(ROOT, "tflite", "ops", "*.float32.tflite")))
+TO = {"nhwc": (0, 2, 3, 1), "nchw": (0, 3, 1, 2)}
+
+
+def _inputs(result, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(l.outputs[0].shape).astype(np.float32) for l in result.network.input_layers]
+
+
+def _id(path):
+    return os.path.relpath(path, ROOT)
+
+
+@pytest.mark.parametrize("path", ONNX + TFLITE, ids=_id)
+def test_layout_matches_keep(path, armnn_runner):
+    target = "nhwc" if path.endswith(".onnx") else "nchw"
+    keep = armnn_import.convert(path)
+    other = armnn_import.convert(path, layout=target)
+    io = armnn_import.convert(path, layout=target, keep_io_layout=True)
+    xs = _inputs(keep)
+    want = armnn_runner(keep.to_bytes(), xs)
+    perm = TO[target]
+    back = tuple(int(i) for i in np.argsort(perm))
+    got = armnn_runner(other.to_bytes(), [np.ascontiguousarray(x.transpose(perm)) if x.ndim == 4 else x for x in xs])
+    for g, w in zip(got, want):
+        g = g.transpose(back) if g.ndim == 4 else g
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    for g, w in zip(armnn_runner(io.to_bytes(), xs), want):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+    # --keep-io-layout adds at most one Permute per input and output
+    extra = io.network.summary().get("Permute", 0) - keep.network.summary().get("Permute", 0)
+    assert extra <= len(xs) + len(want)
+
+
+@pytest.mark.parametrize("path", ONNX + [p for p in TFLITE if "/models/" in p], ids=_id)
+def test_fp16_half_size_and_close(path, armnn_runner):
+    f32 = armnn_import.convert(path)
+    f16 = armnn_import.convert(path, fp16=True)
+    assert all(t.info.dtype.name != "Float32" for l in f16.network.layers for t in l.tensors.values())
+    weights = [sum(t.data.nbytes for l in r.network.layers for t in l.tensors.values()) for r in (f32, f16)]
+    assert weights[1] * 2 == weights[0]
+    ratio = len(f16.to_bytes()) / len(f32.to_bytes())
+    assert ratio < 0.5 + 0.5 * (1 - weights[0] / len(f32.to_bytes())) + 0.01, ratio  # only structure stays
+    xs = _inputs(f32)
+    want = armnn_runner(f32.to_bytes(), xs)
+    got = armnn_runner(f16.to_bytes(), [x.astype(np.float16) for x in xs])
+    for g, w in zip(got, want):
+        assert g.dtype == np.float16
+        scale = max(float(np.abs(w).max()), 1e-6)
+        np.testing.assert_allclose(g.astype(np.float32), w, rtol=1e-2, atol=1e-2 * scale)
+
+
+def test_onnx_nhwc_io_shapes():
+    r = armnn_import.convert(os.path.join(ROOT, "onnx", "resnet_small.onnx"), layout="nhwc")
+    assert r.network.input_layers[0].outputs[0].shape == (1, 40, 48, 3)
+    assert r.report.inputs[0]["layout"] == "NHWC"
