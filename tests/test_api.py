@@ -90,7 +90,6 @@ def test_errors_are_typed():
         armnn_import.convert(ONNX_MODEL).save("/no/such/folder/m.armnn")
 
 
-@pytest.mark.xfail(strict=True, reason="fp16=True is accepted but nothing reads ConvertOptions.fp16 yet")
 @pytest.mark.parametrize("model", [ONNX_MODEL, TFLITE_MODEL])
 def test_fp16_stores_float16_weights(model):
     fp32 = armnn_import.convert(model)

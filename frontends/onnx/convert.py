@@ -25,6 +25,7 @@ from armnn_import.lowering import NetBuilder, Unsupported
 
 from .context import MAX_RANK, LoweringContext
 from .fold import fold, shape_of
+from .isolate import isolated
 from .loader import load_model
 from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
@@ -120,8 +121,15 @@ class Converter(LoweringContext):
                 raise LoadError(f"sparse initializer {sp.values.name!r} cannot be read: {e}") from None
         self.model_opset = self.opset
         self._inputs()
-        self._infer_shapes()
-        nodes = self._expand([Node(p, i, self.opset) for i, p in enumerate(graph.node)])
+        nodes = [Node(p, i, self.opset) for i, p in enumerate(graph.node)]
+        with self.report.phase("onnx:shape-inference"):
+            analysis = isolated(self._analyse, nodes)
+        if analysis is None:
+            self.report.warn("ONNX shape inference crashed on this model; converting without it")
+        else:
+            self.inferred, self.inferred_types, expanded = analysis
+            if expanded is not None:
+                nodes = [Node(onnx.NodeProto.FromString(data), i, opset) for i, (data, opset) in enumerate(expanded)]
         self.nodes = self._toposort([Node(n.proto, i, n.opset) for i, n in enumerate(nodes)])
         with self.report.phase("onnx:pre-scan"):
             flagged = self._scan()
@@ -158,6 +166,15 @@ class Converter(LoweringContext):
             l.binding_id = i
         if not self.g.input_layers:
             self.report.warn("the outputs do not depend on any input: the network computes constants")
+
+    def _analyse(self, nodes: list[Node]):
+        """Shape inference and function expansion: onnx C++ code, run in a child process
+        (see isolate.py). Returns (shapes, element types, expanded nodes or None)."""
+        self._infer_shapes()
+        expanded = self._expand(nodes)
+        changed = len(expanded) != len(nodes) or any(a is not b for a, b in zip(expanded, nodes))
+        return (self.inferred, self.inferred_types,
+                [(n.proto.SerializeToString(), n.opset) for n in expanded] if changed else None)
 
     def _expand(self, nodes: list[Node]) -> list[Node]:
         """Replace operators that have no converter, but an ONNX function body, by the body."""
