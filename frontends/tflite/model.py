@@ -211,7 +211,7 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
         raise LoadError(f"malformed TFLite file: tensor {i} is missing")
     rank = t.ShapeLength()
     if rank > get_limits().max_rank:  # before reading the shape vector
-        check_shape([1] * rank, f"tensor {i}")
+        raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {get_limits().max_rank} dimensions")
     shape = tuple(int(d) for d in _numpy(t.ShapeAsNumpy, rank, budget, f"tensor {i} shape"))
     sig = None
     if t.ShapeSignatureLength():
