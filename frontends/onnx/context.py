@@ -10,6 +10,16 @@ from armnn_import.ir.types import ConstTensor, DataType, LayerType
 from armnn_import.lowering import Unsupported
 
 MAX_RANK = 5
+MAX_ELEMENTS = 2 ** 28  # constants we build in memory (1 GiB of float32); Arm NN's own limit is 2^31
+
+
+def check_size(shape, what: str) -> None:
+    """Refuse absurd sizes (from hostile or broken models) before allocating anything."""
+    n = 1
+    for d in shape:
+        n *= max(int(d), 0)
+    if n > MAX_ELEMENTS:
+        raise Unsupported(f"{what} would have {n} elements (more than {MAX_ELEMENTS})")
 
 
 class LoweringContext:
@@ -92,6 +102,7 @@ class LoweringContext:
             raise Unsupported(f"a {arr.ndim}-D constant; Arm NN tensors have at most {MAX_RANK} dimensions")
         if arr.size == 0:
             raise Unsupported("an empty constant tensor, which Arm NN cannot represent")
+        check_size(arr.shape, "the constant")
         if arr.dtype.kind == "f" and self.anchor is not None:
             p = self.b.constant(self.anchor, arr.astype(np.float32), name)
         elif arr.dtype.kind == "b" and self.anchor is not None:

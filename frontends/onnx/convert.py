@@ -1,12 +1,20 @@
 """ONNX model -> IR graph.
 
 1. load (external data confined to the model's folder), check the opset;
-2. pin the input shapes (a symbolic batch dimension becomes 1) and run ONNX
-   shape inference (only to word problems and to cross-check our shapes);
-3. pre-scan: every node that cannot be converted is reported at once;
+2. pin the input shapes (a symbolic batch dimension becomes 1); run ONNX
+   shape inference (to cross-check our shapes and find empty tensors) and
+   replace operators that have no converter but an ONNX function body by
+   that body -- both in a child process, as onnx's C++ can crash on
+   hostile models (isolate.py);
+3. pre-scan: every node that cannot be converted is recorded (unknown
+   operators, attribute values without an exact lowering, run-time tensors
+   where Arm NN needs constants);
 4. walk the nodes in order: fold those whose inputs are all constant (Shape
    and Size fold on any tensor, shapes being static), drop Identity and
-   Dropout, lower the rest through the operator registry.
+   Dropout, lower the rest through the operator registry (ops/); problems
+   found while lowering are added, and all of them raised together.
+
+Converters see the conversion through LoweringContext (context.py).
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
 from armnn_import.lowering import NetBuilder, Unsupported
 
-from .context import MAX_RANK, LoweringContext
+from .context import MAX_RANK, LoweringContext, check_size
 from .fold import fold, shape_of
 from .isolate import isolated
 from .loader import load_model
@@ -47,6 +55,19 @@ def convert(source, options, report) -> Graph:
     except Exception as e:  # noqa: BLE001 - a malformed model must not escape as a traceback
         raise ConversionError(f"the ONNX model cannot be converted (internal error {type(e).__name__}: "
                               f"{str(e)[:300]})") from e
+
+
+def _missing(node) -> list[str]:
+    """Required inputs and attributes (per the ONNX schema) that the node lacks."""
+    try:
+        schema = onnx.defs.get_schema(node.op, node.opset, "")
+    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+        return []
+    single = onnx.defs.OpSchema.FormalParameterOption.Single
+    inputs = [f"input {p.name!r}" for i, p in enumerate(schema.inputs)
+              if p.option == single and (i >= len(node.inputs) or not node.inputs[i])]
+    return inputs + [f"attribute {a!r}" for a, spec in schema.attributes.items()
+                     if spec.required and a not in node.attrs]
 
 
 class ScanView:
@@ -91,7 +112,6 @@ class Converter(LoweringContext):
         self.inferred: dict[str, tuple] = {}
         self.anchor: Port | None = None       # a float input, to derive constants from
         self.problems: list[Problem] = []
-        self.lowered_layers = 0
 
     # -- setup --------------------------------------------------------------
     def _default_opset(self) -> int:
@@ -390,6 +410,9 @@ class Converter(LoweringContext):
                     "only operators of the default ONNX domain can be converted")
         if node.op in RANDOM_OPS:
             return ("random numbers cannot be reproduced by Arm NN", "")
+        missing = _missing(node)
+        if missing:
+            return (f"required {', '.join(missing)} missing (the model is invalid)", "")
         if node.op in PASS_THROUGH or node.op in SHAPE_OPS or all(i in const for i in ins):
             return None
         if node.op == "CastLike" and node.inputs and node.inputs[0] in const:
@@ -435,6 +458,7 @@ class Converter(LoweringContext):
             value = shape_of(node, shape) if node.op == "Shape" else np.array(int(np.prod(shape)), np.int64)
             return self._folded(node, [value])
         if all(not isinstance(self.values[i], Port) for i in ins):
+            self._fold_size_guard(node)
             return self._folded(node, fold(node, self.values, self.opset, node.implicit))
         if node.op == "CastLike" and not isinstance(self.values[node.inputs[0]], Port):
             # only the type of input 1 matters; a run-time tensor here is float32, int32 or bool
@@ -470,6 +494,30 @@ class Converter(LoweringContext):
                 self.values[name] = v
         self.report.record(node.name, node.op, self.g.layers[first:])
 
+    def _fold_size_guard(self, node) -> None:
+        """Refuse to fold into absurdly large constants (a hostile ConstantOfShape, Range,
+        Expand or Tile would otherwise exhaust the memory)."""
+        for o in node.outputs:
+            if o and self.inferred.get(o) is not None and None not in self.inferred[o]:
+                check_size(self.inferred[o], f"the folded value of {o!r}")
+        v = [self.values.get(i) if i else None for i in node.inputs]
+        try:
+            if node.op == "ConstantOfShape" and v and isinstance(v[0], np.ndarray):
+                check_size(v[0].reshape(-1).tolist(), "ConstantOfShape's result")
+            elif node.op == "Range" and len(v) == 3 and all(isinstance(a, np.ndarray) for a in v):
+                start, limit, delta = (float(np.asarray(a).reshape(-1)[0]) for a in v)
+                if delta == 0 or not np.isfinite([start, limit, delta]).all():
+                    raise Unsupported("Range with a zero or non-finite step or bound")
+                check_size([max(np.ceil((limit - start) / delta), 0)], "Range's result")
+            elif node.op in ("Expand", "Tile") and len(v) >= 2 and isinstance(v[1], np.ndarray):
+                shape, arg = np.shape(v[0]), v[1].reshape(-1).astype(np.int64).tolist()
+                if node.op == "Tile":
+                    check_size([d * r for d, r in zip(shape, arg)], "Tile's result")
+                else:
+                    check_size(np.broadcast_shapes(tuple(shape), tuple(max(a, 0) for a in arg)), "Expand's result")
+        except (ValueError, OverflowError, TypeError):
+            raise Unsupported("invalid shape arguments") from None
+
     def _np_type(self, name):
         try:
             return helper.tensor_dtype_to_np_dtype(self.inferred_types.get(name, TensorProto.FLOAT))
@@ -502,6 +550,8 @@ class Converter(LoweringContext):
         shape = p.info.shape
         if not 1 <= len(shape) <= MAX_RANK:
             raise Unsupported(f"produces a {len(shape)}-D tensor; Arm NN tensors have 1 to {MAX_RANK} dimensions")
+        if p.info.num_elements >= 2 ** 31:
+            raise Unsupported(f"produces a tensor of {p.info.num_elements} elements (Arm NN counts them in 32 bits)")
         want = self.inferred.get(name)
         have = self.lshape(p)
         if want is not None and None not in want and tuple(want) != tuple(have):
@@ -511,8 +561,10 @@ class Converter(LoweringContext):
     def _outputs(self) -> None:
         for vi in self.model.graph.output:
             v = self.values.get(vi.name)
-            if v is None or self.problems:
-                continue  # its producer failed (already reported), or the conversion will fail anyway
+            if self.problems:
+                continue  # the conversion fails anyway: problems are what matters now
+            if v is None:
+                raise LoadError(f"graph output {vi.name!r} is produced by no node, input or initializer")
             if isinstance(v, list):
                 self.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors"))
                 continue
@@ -532,4 +584,14 @@ class Converter(LoweringContext):
             except GraphError as e:
                 self.problems.append(Problem("output", vi.name, f"cannot be produced: {e}"))
                 continue
+            self._free_name(vi.name)
             self.g.add_output(vi.name, v)
+
+    def _free_name(self, name: str) -> None:
+        """Output layers keep the ONNX output names: rename an inner layer that took one."""
+        for layer in self.g.layers:
+            if layer.name == name and layer.type not in (LayerType.Input, LayerType.Output):
+                new = self.g.unique_name(f"{name}_op")
+                self.g._names.discard(name)  # Graph has no rename; keep its name set in step
+                self.g._names.add(new)
+                layer.name = new

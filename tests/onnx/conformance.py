@@ -39,9 +39,20 @@ def node_cases():
     return [c for c in cases if c.model is not None and c.kind == "node"]
 
 
+_BASE_OPS: dict[str, str] = {}
+
+
 def case_op(case) -> str:
+    """The operator a case tests: its single node's, or for an `_expanded`
+    case (the function body of an operator), the operator of the unexpanded case."""
     ops = [n.op_type for n in case.model.graph.node]
-    return ops[-1] if len(set(ops)) > 1 and ops[-1] in LISTED_OPS else ops[0]
+    if len(ops) == 1:
+        _BASE_OPS[case.name] = ops[0]
+        return ops[0]
+    base = case.name.split("_expanded")[0]
+    if base in _BASE_OPS:
+        return _BASE_OPS[base] + "(expanded)"
+    return ops[-1] if ops[-1] in LISTED_OPS else ops[0]
 
 
 def freeze_inputs(model, inputs):
@@ -126,7 +137,8 @@ def run_case(case, run_armnn) -> tuple[str, str]:
 
 def run_all(run_armnn, cases=None) -> dict[str, tuple[str, str, str]]:
     """case name -> (op, status, detail)."""
-    return {c.name: (case_op(c), *run_case(c, run_armnn)) for c in (cases or node_cases())}
+    cases = sorted(cases or node_cases(), key=lambda c: ("_expanded" in c.name, c.name))
+    return {c.name: (case_op(c), *run_case(c, run_armnn)) for c in cases}
 
 
 def per_op_table(results) -> dict[str, dict[str, int]]:

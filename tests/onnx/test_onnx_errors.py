@@ -227,3 +227,42 @@ def test_initializers_listed_as_inputs_are_constants():
               inits=[nh.from_array(w, "w")], opset=9)
     result = armnn_import.convert(m)
     assert [l.name for l in result.network.input_layers] == ["x"]
+
+
+def test_a_model_that_crashes_onnx_shape_inference_is_refused_cleanly():
+    """onnx's shape inference segfaults on GatherND with batch_dims=-5; it runs in a child process."""
+    from armnn_import.report import Report
+
+    m = model([h.make_node("GatherND", ["x", "i"], ["y"], name="bad", batch_dims=-5)],
+              [vi("x", [2, 2, 2]), vi("i", [2, 1], TP.INT64)], [vi("y", None)], opset=13)
+    report = Report()
+    with pytest.raises(UnsupportedModelError) as info:
+        armnn_import.convert(m, report=report)
+    assert [p.node for p in info.value.problems] == ["bad"]
+    assert any("shape inference crashed" in w for w in report.warnings)
+
+
+def test_operators_with_a_function_body_are_expanded(armnn_runner):
+    """RMSNormalization has no converter of its own: its ONNX function body is lowered."""
+    x = np.random.default_rng(3).standard_normal((2, 3, 8)).astype(np.float32)
+    scale = np.linspace(0.5, 1.5, 8).astype(np.float32)
+    m = model([h.make_node("RMSNormalization", ["x", "s"], ["y"], epsilon=1e-5)], [vi("x", [2, 3, 8])],
+              [vi("y", None)], inits=[nh.from_array(scale, "s")], opset=23)
+    result = armnn_import.convert(m)
+    got = armnn_runner(result.to_bytes(), [x])[0]
+    want = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-5) * scale
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_outputs_keep_their_onnx_names():
+    """A node named like the graph output must not push the Output layer to another name."""
+    m = model([h.make_node("Relu", ["x"], ["y"], name="y")], [vi("x", [1, 3])], [vi("y", None)])
+    net = armnn_import.convert(m).network
+    assert [l.name for l in net.output_layers] == ["y"]
+    assert [l.name for l in net.input_layers] == ["x"]
+
+
+def test_an_output_nothing_produces_is_a_load_error():
+    m = model([h.make_node("Relu", ["x"], ["y"])], [vi("x", [1, 3])], [vi("y", None), vi("ghost", None)])
+    with pytest.raises(LoadError, match="ghost"):
+        armnn_import.convert(m)

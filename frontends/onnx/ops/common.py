@@ -54,9 +54,9 @@ def norm_axes(axes, rank: int, what: str = "axis") -> list[int]:
     out = []
     for a in np.asarray(axes, dtype=np.int64).reshape(-1):
         a = int(a)
-        if not -rank <= a < max(rank, 1):
+        if not -rank <= a < rank:
             raise Unsupported(f"{what} {a} is out of range for a {rank}-D tensor")
-        out.append(a % rank if rank else 0)
+        out.append(a % rank)
     if len(set(out)) != len(out):
         raise Unsupported(f"repeated {what}s {out}")
     return out

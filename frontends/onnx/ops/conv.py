@@ -36,9 +36,9 @@ def _to_4d(ctx, x, node):
 
 def _pair(v, nd, default):
     """An attribute of `nd` spatial values as (h, w) (h = 1 for 1-D)."""
-    v = list(v) if v is not None else [default] * nd
-    if len(v) != nd:
-        raise Unsupported(f"expected {nd} values, got {v}")
+    v = [int(x) for x in v] if v is not None else [default] * nd
+    if len(v) != nd or (default == 1 and min(v) < 1) or min(v) < 0:
+        raise Unsupported(f"expected {nd} {'positive' if default == 1 else 'non-negative'} values, got {v}")
     return (default, v[0]) if nd == 1 else (v[0], v[1])
 
 

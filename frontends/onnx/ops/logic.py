@@ -22,7 +22,7 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
 from ..registry import register
-from .common import binary
+from .common import binary, broadcast
 
 
 def step(ctx, t: Port, name: str, negate: bool = False) -> Port:
@@ -157,7 +157,7 @@ def where(ctx, node):
     for v in (x, y):
         if isinstance(v, Port) and v.info.dtype != DataType.Float32:
             raise Unsupported(f"Where on {v.info.dtype.name} tensors (only float32 values can be selected)")
-    out_shape = np.broadcast_shapes(ctx.lshape(c), ctx.lshape(x), ctx.lshape(y))
+    out_shape = broadcast(broadcast(ctx.lshape(c), ctx.lshape(x)), ctx.lshape(y))
     ctx.report.decomposition("Where", "max(min(P, x), min(-P, y)) with P = +-inf from the condition")
     inf = np.float32(np.inf)
     if isinstance(c, np.ndarray):

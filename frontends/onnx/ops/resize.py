@@ -23,6 +23,7 @@ from armnn_import.lowering import Unsupported
 from ..registry import needs_const, register
 from .common import norm_axes, repeat
 
+MAX_AXIS = 1 << 16  # the interpolation matrices are [out, in]
 ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
          "extrapolation_value", "antialias")
 
@@ -30,6 +31,10 @@ ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_
 def axis_matrix(in_size: int, attrs: dict, scale=None, size=None, roi=None):
     """(M [out, in], bias [out]) of a 1-D ONNX Resize along one axis."""
     from onnx.reference import ReferenceEvaluator
+
+    out = size if size is not None else in_size * float(scale) * (abs(roi[1] - roi[0]) if roi else 1.0)
+    if not np.isfinite(out) or out > MAX_AXIS:
+        raise Unsupported(f"a resized axis of {out} elements (at most {MAX_AXIS})")
 
     names, inits = ["X", "", "", ""], []
     if roi is not None:

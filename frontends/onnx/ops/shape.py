@@ -10,6 +10,7 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
 from ..registry import needs_const, register
+from ..context import check_size
 from .common import axes_input, binary, norm_axes, repeat
 
 MAX_SLICE_GATHER = 16  # constant-index gathers with more runs than this use a one-hot FullyConnected
@@ -122,6 +123,8 @@ def split(ctx, node):
     dim = shape[axis]
     if sizes is None:
         num = int(ctx.attr(node, "num_outputs", n))
+        if num != n or num < 1:
+            raise Unsupported(f"num_outputs {num} for {n} outputs")
         step = -(-dim // num)
         sizes = [min(step, dim - i * step) for i in range(num)]
     if sum(sizes) != dim or len(sizes) != n or any(s < 0 for s in sizes):
@@ -203,6 +206,7 @@ def pad(ctx, node):
         if value != 0 and y is not x:
             ctx.report.decomposition("Pad", "non-zero constant: zero Pad, plus a constant that is the "
                                             "value on the border and 0 inside")
+            check_size(y.info.shape, "the padded tensor")
             border = np.full(y.info.shape, value, np.float32)
             border[tuple(slice(b, b + d) for b, d in zip(before, shape))] = 0.0
             y = binary(ctx, L.Addition, y, border, n)
@@ -350,7 +354,7 @@ def depth_to_space(ctx, node):
         raise Unsupported("needs a 4-D NCHW input")
     bs = int(ctx.attr(node, "blocksize"))
     n, c, h, w = x.info.shape
-    if c % (bs * bs):
+    if bs < 1 or c % (bs * bs):
         raise Unsupported(f"{c} channels are not divisible by blocksize^2 = {bs * bs}")
     co = c // (bs * bs)
     ctx.report.decomposition("DepthToSpace", "Reshape, Permute (blocks to the batch axis), BatchToSpaceNd")
@@ -371,7 +375,7 @@ def space_to_depth(ctx, node):
         raise Unsupported("needs a 4-D NCHW input")
     bs = int(ctx.attr(node, "blocksize"))
     n, c, h, w = x.info.shape
-    if h % bs or w % bs:
+    if bs < 1 or h % bs or w % bs:
         raise Unsupported(f"spatial size {h}x{w} is not divisible by blocksize {bs}")
     ctx.report.decomposition("SpaceToDepth", "SpaceToBatchNd, Permute (blocks to the channel axis), Reshape")
     y = ctx.b.add(L.SpaceToBatchNd, f"{nm}_s2b", [x],
