@@ -363,7 +363,8 @@ class Converter(LoweringContext):
 
     def _infer_shapes(self) -> None:
         try:
-            inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False, data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(_without_weights(self.model), strict_mode=False,
+                                                         data_prop=True)
         except Exception:  # noqa: BLE001 - shape inference is advisory
             return
         g = inferred.graph
@@ -595,3 +596,27 @@ class Converter(LoweringContext):
                 self.g._names.discard(name)  # Graph has no rename; keep its name set in step
                 self.g._names.add(new)
                 layer.name = new
+
+
+def _without_weights(model: onnx.ModelProto, keep_bytes: int = 4096) -> onnx.ModelProto:
+    """A copy of `model` for shape inference: large initializers become typed
+    graph inputs, so their data is neither serialized nor copied (shape
+    inference only needs small constants, such as Reshape shapes, by value)."""
+    src = model.graph
+    g = onnx.GraphProto(name=src.name)
+    g.node.extend(src.node)
+    g.input.extend(src.input)
+    g.output.extend(src.output)
+    g.value_info.extend(src.value_info)
+    declared = {i.name for i in src.input}
+    for t in src.initializer:
+        if t.ByteSize() <= keep_bytes:
+            g.initializer.append(t)
+        elif t.name not in declared:
+            g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+    m = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
+    m.opset_import.extend(model.opset_import)
+    m.functions.extend(model.functions)
+    m.graph.CopyFrom(g)
+    return m
+

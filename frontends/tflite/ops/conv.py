@@ -8,6 +8,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.quant import quant_conv2d, requantize_weights
 
 from .. import quant as Q
 from . import REGISTRY
@@ -51,19 +52,10 @@ def quant_weights(ctx, i: int, axis: int, layer: str) -> tuple[np.ndarray, float
             and t.type in (Q.INT8, Q.UINT8)):
         q, offset = Q.to_uint8(t.data, t.quant.zero_point[0], t.type)
         return q, float(np.float32(t.quant.scale[0])), offset
-    real = ctx.const(i)
-    q, scale, offset = Q.requantize(real)
-    err = Q.worst_error(real, q, scale, offset, axis)
     per_channel = t.quant is not None and not t.quant.per_tensor
-    ctx.report.quantization.append({
-        "layer": layer, "tensor": t.name,
-        "decision": ("per-channel int8 weights requantized to per-tensor uint8" if per_channel
-                     else "float weights quantized to per-tensor uint8"),
-        "scale": scale, "offset": offset, "worst_error": err})
-    if err > Q.WEIGHT_WARN:
-        ctx.report.warn(f"{layer}: weights requantized per tensor are off by up to {err:.1%} of a "
-                        "channel's range; accuracy is at risk (--dequantize keeps float weights)")
-    return q, scale, offset
+    return requantize_weights(ctx.report, layer, t.name, ctx.const(i), axis,
+                              "per-channel int8 weights requantized to per-tensor uint8" if per_channel
+                              else "float weights quantized to per-tensor uint8")
 
 
 def _const_weights(op, ctx, k=1):
@@ -87,21 +79,6 @@ def _check_conv(op, ctx):
     return None
 
 
-def _mid_quant(x, w_real_oihw, bias, out_q):
-    """Quantization of a quantized convolution's output before its bias (the
-    bias is a separate BatchNormalization here): covers every pre-bias value
-    that can still reach the output range, given the input's range."""
-    lo_out, hi_out = Q.real_range(*out_q)
-    lo_in, hi_in = Q.real_range(x.info.scale, x.info.offset)
-    w = w_real_oihw.reshape(w_real_oihw.shape[0], -1).astype(np.float64)
-    acc_hi = np.maximum(w * hi_in, w * lo_in).sum(axis=1)
-    acc_lo = np.minimum(w * hi_in, w * lo_in).sum(axis=1)
-    b = bias.astype(np.float64).reshape(-1)
-    lo = np.maximum(acc_lo, lo_out - b).min()
-    hi = np.minimum(acc_hi, hi_out - b).max()
-    return Q.covering_quant(float(lo), float(hi))
-
-
 def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations=(1, 1), groups=1,
                 name=None):
     """Float or quantized 2-D convolution of NHWC x with TFLite weights
@@ -118,18 +95,8 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
         return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
     wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
-    w_oihw = np.ascontiguousarray(to_oihw(wq))
-    winfo = TensorInfo(w_oihw.shape, DataType.QuantisedAsymm8, ws, wz)
-    if bias is None or not bias.any():
-        return nb.conv2d(x, w_oihw, None, name, strides=strides, pads=pads, dilations=dilations,
-                         groups=groups, layout=NHWC, quant=q, weight_info=winfo)
-    mid = _mid_quant(x, (w_oihw.astype(np.float64) - wz) * ws, bias, q)
-    y = nb.conv2d(x, w_oihw, None, name, strides=strides, pads=pads, dilations=dilations,
-                  groups=groups, layout=NHWC, quant=mid, weight_info=winfo)
-    ctx.report.decomposition("quantized convolution bias",
-                             "convolution into a wider intermediate quantization, then a "
-                             "BatchNormalization adding the bias into the output quantization")
-    return nb.batchnorm(y, np.ones(bias.size), bias, 3, f"{name}_bias", quant=q)
+    return quant_conv2d(nb, x, to_oihw(wq), (ws, wz), bias, q, name, strides=strides, pads=pads,
+                        dilations=dilations, groups=groups, layout=NHWC)
 
 
 @REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
