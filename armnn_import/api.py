@@ -92,6 +92,10 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             run_pipeline(graph, report)
             if options.fp16:
                 to_float16(graph, report)
+        from .ir.compat import runtime_problems
+        problems = runtime_problems(graph)
+        if problems:  # a frontend bug: these must be lowered around
+            raise ConversionError("the network has layers Arm NN cannot run: " + "; ".join(problems))
         from .report import io_summary
         report.inputs, report.outputs = io_summary(graph)
         _note_layouts(report, fe.name, options)
