@@ -1,0 +1,316 @@
+"""Atomic output (armnn_import.output.write_atomic): a temporary file in the
+target folder, then a rename. Never a partial target, never a temporary file
+left behind (except after SIGKILL, which cannot be caught: then the target is
+still intact), never the input overwritten; clear OutputErrors."""
+import errno
+import glob
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from armnn_import import output
+from armnn_import.errors import OutputError
+from armnn_import.output import write_atomic
+
+OLD, NEW = b"previous output" * 10, b"new output" * 1000
+
+
+def _temps(folder) -> list:
+    return glob.glob(os.path.join(folder, output.TMP_PREFIX + "*" + output.TMP_SUFFIX))
+
+
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+# -- plain behaviour -------------------------------------------------------------------------------
+def test_writes_and_leaves_nothing_else(tmp_path):
+    target = tmp_path / "out.armnn"
+    write_atomic(target, NEW)
+    assert target.read_bytes() == NEW
+    assert os.listdir(tmp_path) == ["out.armnn"]
+    assert (os.stat(target).st_mode & 0o777) == 0o666 & ~_umask()
+
+
+def test_accepts_chunks(tmp_path):
+    target = tmp_path / "out.armnn"
+    write_atomic(target, (NEW[i:i + 7] for i in range(0, len(NEW), 7)))
+    assert target.read_bytes() == NEW
+
+
+def test_replaces_and_keeps_the_mode(tmp_path):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    os.chmod(target, 0o640)
+    write_atomic(target, NEW)
+    assert target.read_bytes() == NEW and (os.stat(target).st_mode & 0o777) == 0o640
+
+
+def test_through_a_symlink_writes_the_linked_file(tmp_path):
+    (tmp_path / "real").mkdir()
+    real = tmp_path / "real" / "out.armnn"
+    real.write_bytes(OLD)
+    os.symlink(real, tmp_path / "link.armnn")
+    write_atomic(tmp_path / "link.armnn", NEW)
+    assert os.path.islink(tmp_path / "link.armnn") and real.read_bytes() == NEW
+    assert not _temps(tmp_path) and not _temps(tmp_path / "real")
+
+
+def test_missing_folder(tmp_path):
+    with pytest.raises(OutputError, match="does not exist"):
+        write_atomic(tmp_path / "nope" / "out.armnn", NEW)
+    assert os.listdir(tmp_path) == []
+
+
+def test_target_is_a_directory(tmp_path):
+    (tmp_path / "out.armnn").mkdir()
+    with pytest.raises(OutputError, match="directory"):
+        write_atomic(tmp_path / "out.armnn", NEW)
+    assert os.listdir(tmp_path) == ["out.armnn"] and os.listdir(tmp_path / "out.armnn") == []
+
+
+@pytest.mark.parametrize("how", ["same path", "relative path", "symlink", "hard link"])
+def test_never_overwrites_the_input(tmp_path, how, monkeypatch):
+    model = tmp_path / "m.onnx"
+    model.write_bytes(OLD)
+    monkeypatch.chdir(tmp_path)
+    target = {"same path": str(model), "relative path": "./m.onnx", "symlink": str(tmp_path / "link"),
+              "hard link": str(tmp_path / "hard")}[how]
+    if how == "symlink":
+        os.symlink(model, target)
+    if how == "hard link":
+        os.link(model, target)
+    with pytest.raises(OutputError, match="input"):
+        write_atomic(target, NEW, inputs=[str(model)])
+    assert model.read_bytes() == OLD and not _temps(tmp_path)
+
+
+def test_read_only_target_file(tmp_path):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    os.chmod(target, 0o444)
+    with pytest.raises(OutputError, match="read-only"):
+        write_atomic(target, NEW)
+    assert target.read_bytes() == OLD and not _temps(tmp_path)
+
+
+def test_fifo_target_is_written_not_replaced(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    write_atomic(fifo, NEW)
+    reader.join(10)
+    assert got == [NEW] and os.path.exists(fifo) and not os.path.isfile(fifo)
+    assert not _temps(tmp_path)
+
+
+def test_error_in_the_data_source_cleans_up(tmp_path):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+
+    def chunks():
+        yield NEW[:100]
+        raise ValueError("the serializer failed")
+
+    with pytest.raises(ValueError):
+        write_atomic(target, chunks())
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+
+
+# -- full disk and read-only folder, simulated -----------------------------------------------------
+class _FailingFile:
+    """Wraps a file object; write() fails with ENOSPC after `budget` bytes."""
+
+    def __init__(self, f, budget):
+        self.f, self.budget = f, budget
+
+    def write(self, b):
+        if len(b) > self.budget:
+            self.f.write(bytes(b[:self.budget]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.budget -= len(b)
+        return self.f.write(b)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return self.f.__exit__(*exc)
+
+
+@pytest.mark.parametrize("where", ["write", "fsync"])
+def test_disk_full_simulated(tmp_path, monkeypatch, where):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    if where == "write":
+        real = os.fdopen
+        monkeypatch.setattr(output.os, "fdopen", lambda fd, mode: _FailingFile(real(fd, mode), 1000))
+    else:
+        def fsync(fd):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        monkeypatch.setattr(output.os, "fsync", fsync)
+    with pytest.raises(OutputError, match="No space left"):
+        write_atomic(target, NEW)
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_read_only_folder_simulated(tmp_path, monkeypatch):
+    def refuse(path, flags, mode=0o777):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), path)
+    monkeypatch.setattr(output.os, "open", refuse)
+    with pytest.raises(OutputError, match="Read-only file system"):
+        write_atomic(tmp_path / "out.armnn", NEW)
+    assert os.listdir(tmp_path) == []
+
+
+# -- full disk and read-only folder, real (a tiny tmpfs; needs root) -------------------------------
+@pytest.fixture
+def tmpfs(tmp_path):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_disk_full_on_a_tiny_tmpfs(tmpfs):
+    target = tmpfs / "out.armnn"
+    target.write_bytes(OLD)
+    with pytest.raises(OutputError, match="No space left on device"):
+        write_atomic(target, b"\x01" * (200 << 10))
+    assert target.read_bytes() == OLD and os.listdir(tmpfs) == ["out.armnn"]
+
+
+def test_read_only_mount(tmpfs):
+    target = tmpfs / "out.armnn"
+    target.write_bytes(OLD)
+    subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
+    with pytest.raises(OutputError, match="Read-only file system"):
+        write_atomic(target, NEW)
+    with pytest.raises(OutputError, match="Read-only file system"):
+        write_atomic(tmpfs / "new.armnn", NEW)
+    assert target.read_bytes() == OLD and os.listdir(tmpfs) == ["out.armnn"]
+
+
+# -- killed mid-write --------------------------------------------------------------------------------
+_SLOW_WRITER = textwrap.dedent("""
+    import sys, time
+    from armnn_import.output import write_atomic
+
+    def chunks():
+        yield b"new" * 1000
+        sys.stdout.write("writing\\n"); sys.stdout.flush()
+        time.sleep(60)
+        yield b"never"
+
+    write_atomic(sys.argv[1], chunks())
+""")
+
+
+def _kill_mid_write(tmp_path, script, args, sig):
+    """Start `script`, wait until its temporary file exists, send `sig`; returns the exit code."""
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _temps(tmp_path):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "no temporary file appeared"
+            time.sleep(0.02)
+        assert proc.stdout.readline() == "writing\n"  # inside write_atomic, past the first chunk
+        proc.send_signal(sig)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_mid_write_leaves_no_temporary_file(tmp_path, sig):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    code = _kill_mid_write(tmp_path, _SLOW_WRITER, [str(target)], sig)
+    assert code != 0
+    if sig != signal.SIGINT:
+        assert code == -sig  # it still dies by the signal, after cleaning up
+    assert target.read_bytes() == OLD
+    assert os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_sigkill_mid_write_leaves_the_target_intact(tmp_path):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    assert _kill_mid_write(tmp_path, _SLOW_WRITER, [str(target)], signal.SIGKILL) == -signal.SIGKILL
+    assert target.read_bytes() == OLD
+    # SIGKILL cannot be caught: a temporary file may remain, never a partial target
+    assert set(os.listdir(tmp_path)) - {"out.armnn"} == {os.path.basename(t) for t in _temps(tmp_path)}
+
+
+def test_sigterm_with_a_handler_of_the_caller_is_left_alone(tmp_path):
+    """A program with its own SIGTERM handler keeps it; write_atomic installs none."""
+    script = textwrap.dedent("""
+        import signal, sys
+        from armnn_import.output import write_atomic
+        mine = lambda s, f: None
+        signal.signal(signal.SIGTERM, mine)
+        seen = []
+        def chunks():
+            seen.append(signal.getsignal(signal.SIGTERM))
+            yield b"x"
+        write_atomic(sys.argv[1], chunks())
+        assert seen == [mine] and signal.getsignal(signal.SIGTERM) is mine
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        write_atomic(sys.argv[1], chunks())
+        assert seen[1] is not signal.SIG_DFL and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    """)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "out")], check=True, timeout=60)
+
+
+# The CLI end to end: a real conversion whose write is slowed down.
+_SLOW_CLI = textwrap.dedent("""
+    import sys, time
+    import armnn_import.output as out
+
+    real = out.write_atomic
+    def slow(path, data, **kw):
+        def chunks():
+            yield data[:64]
+            sys.stdout.write("writing\\n"); sys.stdout.flush()
+            time.sleep(60)
+            yield data[64:]
+        return real(path, chunks(), **kw)
+    out.write_atomic = slow
+
+    from armnn_import.cli import main
+    sys.exit(main(["-q", sys.argv[1], "-o", sys.argv[2]]))
+""")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_cli_interrupted_mid_write(tmp_path, sig):
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    model = os.path.join(repo, "test_models", "onnx", "resnet_small.onnx")
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    code = _kill_mid_write(tmp_path, _SLOW_CLI, [model, str(target)], sig)
+    assert code == (130 if sig == signal.SIGINT else -signal.SIGTERM)
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
