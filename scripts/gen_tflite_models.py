@@ -5,9 +5,10 @@ TensorFlow is needed only here, never by the package:
     pip install tensorflow-cpu==2.21.0
     python scripts/gen_tflite_models.py            # everything (about a minute on 2 cores)
     python scripts/gen_tflite_models.py --only 'conv|pool'   # regenerate matching names
+    python scripts/gen_tflite_models.py --only 'models/'     # all the networks
 
 Writes ops/<op>.<variant>.tflite (one operator each), models/<net>.<variant>.tflite
-(small Keras networks with random weights), a <same>.npz next to each model with
+(small networks with random weights whose outputs clearly depend on the input), a <same>.npz next to each model with
 input_0.. and output_0.. (seeded inputs, LiteRT outputs with the reference kernels)
 and manifest.json. Every seed is derived from the model's name, so a model does not
 change when others are added.
@@ -600,18 +601,46 @@ for _c in CASES:
 
 # ----------------------------------------------------------------------------- Keras nets
 
-def _randomize_bn(model, r):
-    """Random BatchNorm statistics so that folding them is actually tested."""
+CALIBRATION_SAMPLES = 16
+LOGIT_STD = 2.0  # across inputs, per class: softmax outputs that clearly depend on the input
+
+
+def _randomize_weights(model, r, calib):
+    """Seeded weights that keep activations alive through the network.
+
+    Random BatchNorm statistics unrelated to the data kill whole ReLU6 / hard-swish
+    chains, and the network's output then no longer depends on its input. So:
+    He-normal kernels; every BatchNormalization, in topological order, gets the mean and
+    variance its input actually has on `calib` (seeded random inputs of the model's own
+    distribution) with some noise, gamma near 1 and a small beta (folding them is still
+    tested); the last kernel layer (the logits) is scaled so that each logit has zero
+    mean, plus a small offset, and LOGIT_STD spread across the calibration inputs."""
     import keras
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            vals = []
-            for v in layer.weights:
-                n, shape = v.path.rsplit("/", 1)[-1], v.shape
-                vals.append({"gamma": r.uniform(0.5, 1.5, shape), "beta": r.normal(0, 0.2, shape),
-                             "moving_mean": r.normal(0, 0.2, shape),
-                             "moving_variance": r.uniform(0.5, 1.5, shape)}[n].astype(np.float32))
-            layer.set_weights(vals)
+    kernels = [l for l in model.layers if isinstance(l, (keras.layers.Conv2D, keras.layers.Dense))]
+    for layer in kernels:  # Conv2D includes DepthwiseConv2D: kernel (kh, kw, c, mult)
+        k, *b = layer.get_weights()
+        fan_in = np.prod(k.shape[:-1]) if not isinstance(layer, keras.layers.DepthwiseConv2D) \
+            else np.prod(k.shape[:2])
+        layer.set_weights([(r.standard_normal(k.shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)]
+                          + [r.normal(0, 0.1, x.shape).astype(np.float32) for x in b])
+    bns = [l for l in model.layers if isinstance(l, keras.layers.BatchNormalization)]
+    head = kernels[-1]
+    probe = keras.Model(model.inputs[0], [l.input for l in bns] + [head.input])
+    for i, layer in enumerate(bns):
+        # the statistics of this BN's input depend on every BN before it: run again
+        x = probe(calib, training=False)[i].numpy().astype(np.float64)
+        x = x.reshape(-1, x.shape[-1])
+        mean, std = x.mean(0), x.std(0) + 1e-3
+        vals = {"gamma": r.uniform(0.8, 1.2, mean.shape), "beta": r.normal(0, 0.2, mean.shape),
+                "moving_mean": mean + r.normal(0, 0.1, mean.shape) * std,
+                "moving_variance": std ** 2 * r.uniform(0.8, 1.25, mean.shape)}
+        layer.set_weights([vals[v.path.rsplit("/", 1)[-1]].astype(np.float32) for v in layer.weights])
+    f = probe(calib, training=False)[-1].numpy().astype(np.float64)
+    k, b = head.get_weights()
+    z = f.reshape(len(f), -1) @ k.reshape(-1, k.shape[-1]) + b  # head input is [N, C] or [N, 1, 1, C]
+    gain = LOGIT_STD / (z.std(0) + 1e-12)
+    head.set_weights([(k * gain).astype(np.float32),
+                      ((b - z.mean(0)) * gain + r.normal(0, 0.5, b.shape)).astype(np.float32)])
 
 
 def resnet_mini(shape):
@@ -705,7 +734,9 @@ def convert_tf2(c, variant, rep):
         keras.utils.set_random_seed(seed_of(c.name) % 2**31)
         make, shape = c.keras
         model = KERAS_MODELS[c.name] = make(shape)
-        _randomize_bn(model, np.random.default_rng(seed_of(c.name, "bn")))
+        rng = np.random.default_rng(seed_of(c.name, "calibration"))
+        calib = np.stack([sample(rng, c.inputs[0][1][1:], c.inputs[0][2]) for _ in range(CALIBRATION_SAMPLES)])
+        _randomize_weights(model, np.random.default_rng(seed_of(c.name, "weights")), calib)
         fn = lambda x: model(x, training=False)
     else:
         fn = c.build(np.random.default_rng(seed_of(c.name)), Plain)
@@ -850,11 +881,11 @@ def quant_of(d):
     return None if s == 0 else (float(s), int(z))
 
 
-def make_inputs(c, it):
+def make_inputs(c, it, *key):
     """Seeded inputs in the model's range: floats from the case's distribution,
     integer inputs are those floats quantized with the input's scale/zero point.
     Returns (inputs in the model's order, float samples in the case's order)."""
-    rng = np.random.default_rng(seed_of(c.name, "inputs"))
+    rng = np.random.default_rng(seed_of(c.name, *(key or ("inputs",))))
     floats = {n: sample(rng, s, d) for n, s, d in c.inputs}
     out = []
     for d in it.get_input_details():
@@ -866,6 +897,35 @@ def make_inputs(c, it):
             x = np.clip(np.round(x / q[0]) + q[1], info.min, info.max).astype(d["dtype"])
         out.append(x)
     return out, list(floats.values())
+
+
+SPREAD_INPUTS = 3
+MIN_SPREAD = 1e-2  # of the output's range over those inputs
+MIN_SPREAD_STEPS = 4  # quantized outputs
+
+
+def output_spread(c, buf, resolver):
+    """Per output: (largest change of one element across SPREAD_INPUTS seeded inputs
+    (seeds name/spread/k), range of all its values), in quantization steps for an
+    integer output. tests/tflite/test_models_manifest.py measures the same."""
+    it = interpreter(buf, resolver)
+    outs = [run(buf, make_inputs(c, it, "spread", str(k))[0], resolver) for k in range(SPREAD_INPUTS)]
+    res = []
+    for j in range(len(outs[0])):
+        o = np.stack([r[j] for r in outs]).astype(np.float64)
+        res.append(((o.max(0) - o.min(0)).max(), o.max() - o.min()))
+    return res
+
+
+def insensitive(c, buf, resolver):
+    """Why a network model barely depends on its input (None if it does): such a model
+    would pass any conversion, right or wrong."""
+    it = interpreter(buf, resolver)
+    for d, (spread, rng) in zip(it.get_output_details(), output_spread(c, buf, resolver)):
+        steps = MIN_SPREAD_STEPS if d["dtype"] != np.float32 else 0
+        if not (spread > 0 and spread >= MIN_SPREAD * rng and spread >= steps):
+            return f"output {d['name']} spread {spread:.3g} over {SPREAD_INPUTS} inputs, range {rng:.3g}"
+    return None
 
 
 def check_float_against_tf(c, floats, outputs):
@@ -954,6 +1014,10 @@ def generate(c, variant, rep):
     if errors:
         print("  note: " + "; ".join(errors), flush=True)
     ins, outs = it.get_input_details(), it.get_output_details()
+    if c.kind == "model":
+        why = insensitive(c, buf, resolver)
+        if why:  # a weight randomization problem of this script, not a converter limitation
+            raise SystemExit(f"{c.name}.{variant}: output barely depends on the input: {why}")
     if c.check:
         try:
             c.check(Ctx(inputs, outputs, [quant_of(d) for d in ins], [quant_of(d) for d in outs], unpatched))
@@ -976,8 +1040,8 @@ def generate(c, variant, rep):
 def main(argv=None):
     global tf
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", help="regex: regenerate only the cases whose name matches; "
-                                   "other manifest entries are kept")
+    ap.add_argument("--only", help="regex: regenerate only the cases whose name, or ops/<name> or "
+                                   "models/<name>, matches; other manifest entries are kept")
     args = ap.parse_args(argv)
     import tensorflow
     tf = tensorflow
@@ -986,7 +1050,8 @@ def main(argv=None):
     absl_logging.set_verbosity(absl_logging.ERROR)  # the frozen-graph path's deprecation notice
     from ai_edge_litert import __version__ as litert_version
 
-    cases = [c for c in CASES if not args.only or re.search(args.only, c.name)]
+    cases = [c for c in CASES if not args.only or re.search(args.only, c.name)
+             or re.search(args.only, ("ops/" if c.kind == "op" else "models/") + c.name)]
     manifest_path = OUT / "manifest.json"
     if args.only and manifest_path.exists():
         old = json.loads(manifest_path.read_text())

@@ -37,6 +37,7 @@ from .isolate import isolated
 from .loader import load_model
 from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
+from .quant import QuantState
 from .registry import RANDOM_OPS, REFUSED
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -140,6 +141,7 @@ class Converter(LoweringContext):
             except Exception as e:  # noqa: BLE001
                 raise LoadError(f"sparse initializer {sp.values.name!r} cannot be read: {e}") from None
         self.model_opset = self.opset
+        self.quant = QuantState(self.model, self.values, self.options, self.report)
         self._inputs()
         nodes = [Node(p, i, self.opset) for i, p in enumerate(graph.node)]
         with self.report.phase("onnx:shape-inference"):
@@ -160,6 +162,7 @@ class Converter(LoweringContext):
                 if node.index not in flagged:
                     self._node(node)
             self._outputs()
+            self.quant.note_outputs(self.g)
         if self.problems:
             order = {n.name: i for i, n in enumerate(self.nodes)}
             self.problems.sort(key=lambda p: order.get(p.node, len(order)))
@@ -318,7 +321,10 @@ class Converter(LoweringContext):
             del tt.shape.dim[:]
             for d in shape:
                 tt.shape.dim.add().dim_value = d
-            port = self.g.add_input(vi.name, TensorInfo(shape or (1,), dtype))
+            q = self.quant.input_quant(vi.name) if dtype == DataType.Float32 else None
+            if q is not None:  # a float input feeding QuantizeLinear only: the network takes uint8
+                dtype = DataType.QuantisedAsymm8
+            port = self.g.add_input(vi.name, TensorInfo(shape or (1,), dtype, *(q or (1.0, 0))))
             if not shape:
                 self.scalars.add(port)
             self.values[vi.name] = port
@@ -406,7 +412,7 @@ class Converter(LoweringContext):
         return flagged
 
     def _scan_node(self, node, view, const, ins):
-        if node.domain not in DEFAULT_DOMAINS:
+        if node.domain not in DEFAULT_DOMAINS and not self.quant.allows_domain(node):
             return (f"operator domain {node.domain!r} is not supported",
                     "only operators of the default ONNX domain can be converted")
         if node.op in RANDOM_OPS:
@@ -471,7 +477,8 @@ class Converter(LoweringContext):
             # empty results hold no data: constants, whatever the inputs
             return self._folded(node, [np.zeros(self.inferred[o], self._np_type(o)) if o else None
                                        for o in node.outputs])
-        entry = REGISTRY.lookup(node.op, self.opset)
+        # float operators on quantized inputs (QDQ models) have quantized converters
+        entry = self.quant.converter(self, node) or REGISTRY.lookup(node.op, self.opset)
         if entry.check is not None:
             r = entry.check(node, self)
             if r:

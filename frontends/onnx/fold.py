@@ -40,6 +40,9 @@ def constant_value(node) -> np.ndarray:
 def fold(node, values: dict, opset: int, implicit=()) -> list:
     """Evaluate `node` (a frontends.onnx.nodes.Node) on constant inputs.
     `values` maps input names (explicit and implicit) to numpy arrays."""
+    if node.op in ("QuantizeLinear", "DequantizeLinear") and node.domain in ("", "ai.onnx"):
+        from .quant import fold_quant
+        return fold_quant(node, values)
     if node.op == "Constant" and node.domain in ("", "ai.onnx"):
         try:
             return [constant_value(node)]

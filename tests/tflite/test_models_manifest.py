@@ -1,9 +1,11 @@
 """The committed TFLite reference models (test_models/tflite, made by
 scripts/gen_tflite_models.py) are genuine: every manifest entry's file exists, is the
 file the generator recorded, holds the operators it claims, and LiteRT still computes
-the stored expected outputs from the stored inputs."""
+the stored expected outputs from the stored inputs; every network's output depends
+on its input."""
 import hashlib
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +100,37 @@ def test_reference_outputs_reproduce(entry):
             np.testing.assert_array_equal(got, want)
         else:  # quantized: one step of rounding difference at most
             assert np.abs(got.astype(np.int64) - want.astype(np.int64)).max() <= 1
+
+
+NETWORKS = [e for e in ENTRIES if e["kind"] == "model"]
+
+
+@pytest.mark.parametrize("entry", NETWORKS, ids=[e["file"] for e in NETWORKS])
+def test_network_output_depends_on_input(entry):
+    """A network whose output barely changes with its input would pass any conversion.
+    Same measure as the generator's output_spread: 3 inputs seeded '<name>/spread/<k>',
+    standard normal (integer inputs quantized with the input's scale/zero point); per
+    output element the largest change across them must be at least 1% of the output's
+    range over those runs, and at least 4 quantization steps for an integer output."""
+    buf = (ROOT / entry["file"]).read_bytes()
+    it = Interpreter(model_content=buf,
+                     experimental_op_resolver_type=getattr(OpResolverType, entry["resolver"]))
+    it.allocate_tensors()
+    runs = []
+    for k in range(3):
+        rng = np.random.default_rng(zlib.crc32(f"{entry['name']}/spread/{k}".encode()))
+        for d in it.get_input_details():
+            x = rng.standard_normal(d["shape"]).astype(np.float32)
+            if d["dtype"] != np.float32:
+                scale, zero_point = d["quantization"]
+                info = np.iinfo(d["dtype"])
+                x = np.clip(np.round(x / scale) + zero_point, info.min, info.max).astype(d["dtype"])
+            it.set_tensor(d["index"], x)
+        it.invoke()
+        runs.append([it.get_tensor(d["index"]).astype(np.float64) for d in it.get_output_details()])
+    for j, d in enumerate(it.get_output_details()):
+        o = np.stack([r[j] for r in runs])
+        spread, span = (o.max(0) - o.min(0)).max(), o.max() - o.min()
+        assert spread > 0 and spread >= 1e-2 * span, (d["name"], spread, span)
+        if d["dtype"] != np.float32:
+            assert spread >= 4, (d["name"], spread)
