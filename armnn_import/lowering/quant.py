@@ -1,0 +1,254 @@
+"""Quantization helpers shared by the frontends. Arm NN's format has one 8-bit
+type, QuantisedAsymm8 (uint8, one scale and offset per tensor): per-channel
+weights are requantized per tensor (the error reported), and a quantized
+convolution's bias is a BatchNormalization after it (the format's convolution
+carries no bias, see NetBuilder.conv2d)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import ConstTensor, DataLayout, DataType, TensorInfo
+from ..report import Report
+
+# Warn when a requantized weight is off by more than this fraction of its channel's range.
+WEIGHT_WARN = 0.02
+# At most this many constant input channels carry a convolution's bias (see quant_conv2d_nchw).
+MAX_BIAS_PLANES = 16
+MAX_GROUPS = 64  # grouped convolutions split into at most this many
+
+
+def requantize(real: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """Per-tensor asymmetric uint8 quantization of float values covering
+    [min(x, 0), max(x, 0)] so that 0 is exact. Returns (q, scale, offset)."""
+    lo, hi = min(float(real.min(initial=0.0)), 0.0), max(float(real.max(initial=0.0)), 0.0)
+    scale = float(np.float32((hi - lo) / 255.0)) if hi > lo else 1.0
+    offset = int(np.clip(np.round(-lo / scale), 0, 255))
+    q = np.clip(np.round(real.astype(np.float64) / scale) + offset, 0, 255).astype(np.uint8)
+    return q, scale, offset
+
+
+def worst_error(real: np.ndarray, q: np.ndarray, scale: float, offset: int, axis: int) -> float:
+    """Largest |w - dequantized w| relative to the range (max |w|) of its output channel."""
+    err = np.abs((q.astype(np.float64) - offset) * scale - real.astype(np.float64))
+    moved = np.moveaxis(err, axis, 0).reshape(err.shape[axis], -1)
+    rng = np.moveaxis(np.abs(real.astype(np.float64)), axis, 0).reshape(err.shape[axis], -1).max(axis=1)
+    rel = moved.max(axis=1) / np.where(rng > 0, rng, 1.0)
+    return float(rel.max(initial=0.0))
+
+
+def requantize_weights(report: Report, layer: str, tensor: str, real: np.ndarray, axis: int,
+                       decision: str) -> tuple[np.ndarray, float, int]:
+    """Float (or dequantized per-channel) weights as per-tensor uint8, with a
+    report.quantization entry and a warning when a channel loses accuracy."""
+    q, scale, offset = requantize(real)
+    err = worst_error(real, q, scale, offset, axis)
+    report.quantization.append({"layer": layer, "tensor": tensor, "decision": decision,
+                                "scale": scale, "offset": offset, "worst_error": err})
+    if err > WEIGHT_WARN:
+        report.warn(f"{layer}: weights requantized per tensor are off by up to {err:.1%} of a "
+                    "channel's range; accuracy is at risk (--dequantize keeps float weights)")
+    return q, scale, offset
+
+
+def bias_int32(real: np.ndarray, scale: float) -> ConstTensor:
+    """A Signed32 bias with the given scale (input scale * weight scale), offset 0."""
+    q = np.clip(np.round(real.astype(np.float64) / scale), -2 ** 31, 2 ** 31 - 1).astype(np.int32)
+    return ConstTensor(q, TensorInfo(q.shape, DataType.Signed32, scale, 0))
+
+
+def real_range(scale: float, offset: int) -> tuple[float, float]:
+    """The real values a QuantisedAsymm8 tensor can hold."""
+    return (0 - offset) * scale, (255 - offset) * scale
+
+
+def covering_quant(lo: float, hi: float) -> tuple[float, int]:
+    """(scale, offset) of a uint8 quantization covering [lo, hi] (widened to include 0)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi <= lo:
+        return 1.0, 0
+    scale = float(np.float32((hi - lo) / 255.0))
+    return scale, int(np.clip(np.round(-lo / scale), 0, 255))
+
+
+def mid_quant(x, w_real_oihw, bias, out_q):
+    """Quantization of a quantized convolution's output before its bias (the
+    bias is a separate BatchNormalization here): covers every pre-bias value
+    that can still reach the output range, given the input's range."""
+    lo_out, hi_out = real_range(*out_q)
+    lo_in, hi_in = real_range(x.info.scale, x.info.offset)
+    w = w_real_oihw.reshape(w_real_oihw.shape[0], -1).astype(np.float64)
+    acc_hi = np.maximum(w * hi_in, w * lo_in).sum(axis=1)
+    acc_lo = np.minimum(w * hi_in, w * lo_in).sum(axis=1)
+    b = bias.astype(np.float64).reshape(-1)
+    lo = np.maximum(acc_lo, lo_out - b).min()
+    hi = np.minimum(acc_hi, hi_out - b).max()
+    return covering_quant(float(lo), float(hi))
+
+
+def quant_conv2d(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bias, out_q, name: str, *,
+                 strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups: int = 1,
+                 layout: DataLayout = DataLayout.NCHW):
+    """A QuantisedAsymm8 convolution: uint8 weights (OIHW, one scale and offset),
+    a float bias (or None) and the output quantization. With a bias, the
+    convolution computes into a wider intermediate quantization and a
+    BatchNormalization adds the bias into the output quantization."""
+    w_oihw = np.ascontiguousarray(w_oihw)
+    winfo = TensorInfo(w_oihw.shape, DataType.QuantisedAsymm8, *w_quant)
+    geometry = dict(strides=strides, pads=pads, dilations=dilations, groups=groups, layout=layout)
+    if bias is None or not np.any(bias):
+        return nb.conv2d(x, w_oihw, None, name, quant=out_q, weight_info=winfo, **geometry)
+    ws, wz = w_quant
+    mid = mid_quant(x, (w_oihw.astype(np.float64) - wz) * ws, np.asarray(bias), out_q)
+    y = nb.conv2d(x, w_oihw, None, name, quant=mid, weight_info=winfo, **geometry)
+    nb.report.decomposition("quantized convolution bias",
+                            "convolution into a wider intermediate quantization, then a "
+                            "BatchNormalization adding the bias into the output quantization")
+    axis = 3 if layout == DataLayout.NHWC else 1
+    return nb.batchnorm(y, np.ones(np.size(bias)), bias, axis, f"{name}_bias", quant=out_q)
+
+
+def quant_conv2d_nchw(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bias, out_q, name: str, *,
+                      strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups: int = 1):
+    """quant_conv2d for NCHW x, adding the bias inside the layer where possible, so
+    that the output is rounded once (as int32-bias runtimes do) instead of twice:
+    - a 1x1 convolution without padding is a FullyConnected (int32 bias) over the
+      channels, strided by a StridedSlice first;
+    - another ungrouped convolution gets extra input channels holding a constant
+      (its zero padding made explicit first, so that the constant is everywhere)
+      whose weights sum to the bias;
+    - a depthwise convolution gets rows holding the constant interleaved with the
+      input's rows (BatchToSpaceNd), read by extra kernel rows;
+    - a grouped convolution is one such convolution per group, joined by a Merger;
+    - else (dilated, or a bias too large) quant_conv2d's intermediate quantization
+      and BatchNormalization."""
+    w_oihw = np.ascontiguousarray(w_oihw)
+    bias = None if bias is None or not np.any(bias) else np.asarray(bias, np.float64).reshape(-1)
+    cin = x.info.shape[1]
+    y = None
+    if bias is not None and tuple(dilations) == (1, 1):
+        if groups == 1 and w_oihw.shape[2:] == (1, 1) and not any(pads):
+            y = _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides)
+        elif groups == 1:
+            y = _bias_channel_conv(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads)
+        elif groups == cin and w_oihw.shape[1] == 1:
+            y = _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads)
+        elif groups <= MAX_GROUPS:
+            y = _grouped(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads, groups)
+    if y is not None:
+        return y
+    return quant_conv2d(nb, x, w_oihw, w_quant, bias, out_q, name, strides=strides, pads=pads,
+                        dilations=dilations, groups=groups)
+
+
+def _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides):
+    if tuple(strides) != (1, 1):
+        x = nb.slice(x, [None] * 4, [None] * 4, [1, 1, strides[0], strides[1]], f"{name}_stride")
+    n, c, h, w = x.info.shape
+    rows = nb.reshape(nb.permute(x, (0, 2, 3, 1), f"{name}_to_nhwc"), (n * h * w, c), f"{name}_rows")
+    cout = w_oihw.shape[0]
+    weights = ConstTensor(w_oihw.reshape(cout, c), TensorInfo((cout, c), DataType.QuantisedAsymm8, *w_quant))
+    b = bias_int32(bias, float(np.float32(x.info.scale) * np.float32(w_quant[0])))
+    y = nb.fully_connected(rows, weights, b, name, quant=out_q)
+    nb.report.decomposition("quantized 1x1 convolution with bias", "FullyConnected over the channels "
+                            "(int32 bias, one rounding) between Permutes")
+    return nb.permute(nb.reshape(y, (n, h, w, cout), f"{name}_nhwc"), (0, 3, 1, 2), f"{name}_to_nchw")
+
+
+def _bias_taps(bias, x, w_quant, taps: int, max_planes: int):
+    """How a constant input of m levels (q = offset + m) read by weights can add the bias:
+    (m, the weights' levels above their zero point [cout, planes * taps], planes), or None.
+    The smallest |m| is taken (m = 1 reproduces an int32 bias exactly) whose weight sums
+    fit in at most max_planes planes of `taps` weights."""
+    ws, wz = w_quant
+    xs, xoff = x.info.scale, x.info.offset
+    up, down = 255 - wz, wz  # what one weight can add above / below its zero point
+    ideal = bias / (np.float64(np.float32(xs)) * np.float64(np.float32(ws)))  # int32-bias units
+    huge = 1 << 30
+    for m in sorted((m for m in range(-xoff, 256 - xoff) if m), key=lambda m: (abs(m), m < 0)):
+        t = np.round(ideal / m).astype(np.int64)
+        hi, lo = int(t.max(initial=0)), int(-t.min(initial=0))
+        planes = max(-(-hi // (taps * up)) if up else (huge if hi else 0),
+                     -(-lo // (taps * down)) if down else (huge if lo else 0), 1)
+        if planes <= max_planes:
+            slot = np.arange(planes * taps)[None, :]
+            levels = np.where(t[:, None] >= 0, np.clip(t[:, None] - up * slot, 0, up),
+                              -np.clip(-t[:, None] - down * slot, 0, down))
+            return m, levels, planes
+    return None
+
+
+def _explicit_pad(nb, x, pads, name):
+    if not any(pads):
+        return x
+    from ..ir import descriptors as D
+    from ..ir.types import LayerType
+    pt, pl, pb, pr = pads
+    # SpaceToBatchNd with block 1 pads with the real value 0 (the zero point), as the convolution would
+    return nb.add(LayerType.SpaceToBatchNd, f"{name}_pad", [x],
+                  D.SpaceToBatchNdDescriptor((1, 1), (pt, pb, pl, pr), DataLayout.NCHW))
+
+
+def _constant_like(nb, x, m, name):
+    """x's shape and quantization, every element m levels above the zero point."""
+    return nb.linear(x, 0.0, float(np.float32(m * np.float32(x.info.scale))), name,
+                     quant=(x.info.scale, x.info.offset))
+
+
+def _bias_channel_conv(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads):
+    cout, cin, kh, kw = w_oihw.shape
+    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES)
+    if found is None:
+        return None
+    m, levels, planes = found
+    extra = (levels + w_quant[1]).astype(np.uint8).reshape(cout, planes, kh, kw)
+    w = np.concatenate([w_oihw, extra], axis=1)
+    x = _explicit_pad(nb, x, pads, name)
+    n, _, h, wd = x.info.shape
+    const = _constant_like(nb, nb.slice(x, [0, 0, 0, 0], [n, 1, h, wd], [1, 1, 1, 1], f"{name}_plane"), m,
+                           f"{name}_const")
+    xc = nb.concat([x] + [const] * planes, 1, f"{name}_with_const")
+    nb.report.decomposition("quantized convolution with bias", "extra input channels holding a constant, "
+                            "whose weights sum to the bias (one rounding); padding made explicit by "
+                            "SpaceToBatchNd")
+    return nb.conv2d(xc, w, None, name, strides=strides, quant=out_q,
+                     weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *w_quant))
+
+
+def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads):
+    from ..ir import descriptors as D
+    from ..ir.types import LayerType
+    cout, _, kh, kw = w_oihw.shape
+    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4)
+    if found is None:
+        return None
+    m, levels, planes = found
+    r = planes + 1  # every input row is followed by `planes` rows of the constant
+    w = np.full((cout, 1, r * kh, kw), w_quant[1], np.uint8)
+    w[:, :, ::r] = w_oihw
+    extra = (levels + w_quant[1]).astype(np.uint8).reshape(cout, planes, kh, kw)
+    for i in range(planes):
+        w[:, 0, i + 1::r] = extra[:, i]
+    x = _explicit_pad(nb, x, pads, name)
+    const = _constant_like(nb, x, m, f"{name}_const")
+    stack = nb.concat([x] + [const] * planes, 0, f"{name}_stack")
+    # batch item (row phase s) * N + n lands on row h * r + s
+    rows = nb.add(LayerType.BatchToSpaceNd, f"{name}_rows", [stack],
+                  D.BatchToSpaceNdDescriptor((r, 1), (0, 0, 0, 0), DataLayout.NCHW))
+    nb.report.decomposition("quantized depthwise convolution with bias", "rows holding a constant "
+                            "interleaved with the input's (BatchToSpaceNd), read by extra kernel rows whose "
+                            "weights sum to the bias (one rounding)")
+    return nb.conv2d(rows, w, None, name, strides=(r * strides[0], strides[1]), groups=x.info.shape[1],
+                     quant=out_q, weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *w_quant))
+
+
+def _grouped(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads, groups):
+    gi, go = x.info.shape[1] // groups, w_oihw.shape[0] // groups
+    parts = []
+    for k in range(groups):
+        xk = nb.take(x, 1, k * gi, (k + 1) * gi, f"{name}_in{k}")
+        y = _bias_channel_conv(nb, xk, w_oihw[k * go:(k + 1) * go], w_quant, bias[k * go:(k + 1) * go], out_q,
+                               f"{name}_g{k}", strides, pads)
+        if y is None:
+            return None
+        parts.append(y)
+    return nb.concat(parts, 1, name, quant=out_q)

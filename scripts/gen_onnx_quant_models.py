@@ -1,0 +1,147 @@
+"""Generate the quantized ONNX reference models in test_models/onnx_quant/.
+
+Three float reference models of test_models/onnx/ (static shapes) are quantized
+with onnxruntime.quantization.quantize_static, calibrated on seeded random
+inputs, in four variants:
+
+    qdq_u8    QDQ format,       uint8 activations and weights, per tensor
+    qop_u8    QOperator format, uint8 activations and weights, per tensor
+    qdq_s8pc  QDQ format,       int8 activations, int8 weights per channel
+    qop_s8pc  QOperator format, int8 activations, int8 weights per channel
+
+Each <model>_<variant>.onnx comes with <model>_<variant>.npz holding the float
+model's stored input and the output onnxruntime computes for it (unoptimized,
+one thread: the graph as written), and an entry in manifest.json.
+
+    python scripts/gen_onnx_quant_models.py [--only NAME ...] [--out DIR]
+"""
+
+import argparse
+import io
+import json
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_static)
+from onnxruntime.quantization.shape_inference import quant_pre_process
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "test_models" / "onnx"
+OUT = ROOT / "test_models" / "onnx_quant"
+MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small")
+VARIANTS = {
+    "qdq_u8": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
+                   weight_type=QuantType.QUInt8, per_channel=False),
+    "qop_u8": dict(quant_format=QuantFormat.QOperator, activation_type=QuantType.QUInt8,
+                   weight_type=QuantType.QUInt8, per_channel=False),
+    "qdq_s8pc": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8,
+                     weight_type=QuantType.QInt8, per_channel=True),
+    "qop_s8pc": dict(quant_format=QuantFormat.QOperator, activation_type=QuantType.QInt8,
+                     weight_type=QuantType.QInt8, per_channel=True),
+}
+CALIBRATION_SAMPLES = 8
+
+
+class RandomReader(CalibrationDataReader):
+    """Seeded standard-normal calibration inputs (the reference models' inputs are too)."""
+
+    def __init__(self, inputs: dict, seed: int, count: int = CALIBRATION_SAMPLES):
+        rng = np.random.default_rng(seed)
+        self.samples = iter([{n: rng.standard_normal(s).astype(np.float32) for n, s in inputs.items()}
+                             for _ in range(count)])
+
+    def get_next(self):
+        return next(self.samples, None)
+
+
+def ort_session(path):
+    opts = ort.SessionOptions()
+    # Unoptimized, single-threaded: the graph as written (QDQ stays fake-quantized float).
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.intra_op_num_threads = 1
+    return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
+def save_npz(path, arrays):
+    # np.savez stamps the current time into the zip; a fixed date keeps reruns byte-identical.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for key, arr in arrays.items():
+            data = io.BytesIO()
+            np.lib.format.write_array(data, np.ascontiguousarray(arr), allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(key + ".npy", (1980, 1, 1, 0, 0, 0)), data.getvalue(),
+                       zipfile.ZIP_DEFLATED)
+    path.write_bytes(buf.getvalue())
+
+
+def value_info(v):
+    dims = [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
+    return {"name": v.name, "shape": dims, "dtype": dtype.name}
+
+
+def quantize(src: Path, dst: Path, seed: int, **variant) -> None:
+    """quant_pre_process (shape inference, BatchNormalization folded into Conv), then quantize_static."""
+    model = onnx.load(src)
+    inputs = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in model.graph.input}
+    with tempfile.TemporaryDirectory() as tmp:
+        pre = Path(tmp) / "pre.onnx"
+        quant_pre_process(str(src), str(pre), skip_symbolic_shape=True)
+        quantize_static(str(pre), str(dst), RandomReader(inputs, seed), **variant)
+
+
+def generate(name, variant, out_dir, seed):
+    src_entry = {e["name"]: e for e in json.loads((SRC / "manifest.json").read_text())["models"]}[name]
+    qname = f"{name}_{variant}"
+    path = out_dir / f"{qname}.onnx"
+    quantize(SRC / src_entry["file"], path, seed, **VARIANTS[variant])
+    proto = onnx.load(path)
+    onnx.checker.check_model(proto)
+    x = np.load(SRC / src_entry["data"])["input_0"]
+    outputs = ort_session(path).run(None, {proto.graph.input[0].name: x})
+    save_npz(out_dir / f"{qname}.npz", {"input_0": x} | {f"output_{i}": o for i, o in enumerate(outputs)})
+    opts = VARIANTS[variant]
+    return {
+        "name": qname, "file": path.name, "data": f"{qname}.npz", "source": src_entry["file"],
+        "format": opts["quant_format"].name, "activation_type": opts["activation_type"].name,
+        "weight_type": opts["weight_type"].name, "per_channel": opts["per_channel"],
+        "calibration": {"samples": CALIBRATION_SAMPLES, "seed": seed, "distribution": "standard normal"},
+        "inputs": [value_info(v) for v in proto.graph.input],
+        "outputs": [value_info(v) for v in proto.graph.output],
+        "op_types": sorted({(n.domain + "." if n.domain else "") + n.op_type for n in proto.graph.node}),
+        "size_bytes": path.stat().st_size,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="*", choices=sorted(MODELS), help="regenerate only these models")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    manifest_path = args.out / "manifest.json"
+    entries = {}
+    if args.only and manifest_path.exists():
+        entries = {e["name"]: e for e in json.loads(manifest_path.read_text())["models"]}
+    order = [f"{m}_{v}" for m in MODELS for v in VARIANTS]
+    for seed, name in enumerate(MODELS):
+        if args.only and name not in args.only:
+            continue
+        for variant in VARIANTS:
+            start = time.perf_counter()
+            e = generate(name, variant, args.out, seed)
+            entries[e["name"]] = e
+            print(f"{e['name']}: {e['size_bytes'] / 1e6:.2f} MB, {time.perf_counter() - start:.1f} s, "
+                  f"ops {' '.join(e['op_types'])}")
+    manifest = {"generator": "scripts/gen_onnx_quant_models.py", "onnxruntime": ort.__version__,
+                "onnx": onnx.__version__, "models": [entries[n] for n in order if n in entries]}
+    manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
