@@ -34,6 +34,22 @@ REQUIRED_INPUTS = {
     "REDUCE_MIN": 2, "REDUCE_PROD": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
     "SQUARED_DIFFERENCE": 2, "FLOOR_DIV": 2, "BROADCAST_TO": 2,
 }
+# Integer options and their valid ranges (None: unbounded). A file can hold any int32 there,
+# and Arm NN's descriptor fields are unsigned; values that fit but make no sense for the
+# tensors at hand (a stride past the output, a dilation past the input) are checked by the
+# converters.
+OPTION_RANGES = {"stride_h": (1, None), "stride_w": (1, None), "dilation_h_factor": (1, None),
+                 "dilation_w_factor": (1, None), "filter_height": (1, None), "filter_width": (1, None),
+                 "block_size": (1, None), "radius": (0, None), "num_splits": (1, None), "padding": (0, 1),
+                 "mode": (0, 1)}
+MULTI_OUTPUT = {"SPLIT", "SPLIT_V", "UNPACK"}
+# Type rules (see Ctx._type_problem): operators whose output type may differ from their input's,
+# operators all of whose inputs are data (the rest read data from one input: DATA_INPUT, else 0).
+TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE"}
+COMPARISONS = {"EQUAL", "GREATER", "LESS"}
+ALL_DATA = COMPARISONS | {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
+                          "ADD_N", "PRELU", "CONCATENATION", "PACK"}
+DATA_INPUT = {"TRANSPOSE_CONV": 2, "SPLIT": 1}
 # Operators refused with a specific reason (anything else unregistered gets a generic one).
 REFUSED = {
     "WHILE": "control flow (a WHILE loop over subgraphs) has no Arm NN equivalent",
@@ -69,6 +85,21 @@ def convert(source, options, report) -> Graph:
         ctx.prescan()
     ctx.build()
     return ctx.g
+
+
+def _option_problem(op):
+    """Why an option value is out of range, or None."""
+    for key, value in op.options.items():
+        if isinstance(value, float) and not np.isfinite(value):
+            return f"option {key} is {value}"
+        bounds = OPTION_RANGES.get(key)
+        if bounds is None or not isinstance(value, int):
+            continue
+        lo, hi = bounds
+        if value < lo or (hi is not None and value > hi):
+            return f"option {key} = {value} is out of range" + (f" [{lo}, {hi}]" if hi is not None
+                                                                    else f" (at least {lo})")
+    return None
 
 
 class Ctx:
@@ -299,6 +330,16 @@ class Ctx:
             return f"needs {need} input tensors, has {sum(i >= 0 for i in op.inputs[:need])}"
         if not op.outputs:
             return "has no output tensor"
+        if len(op.outputs) > 1 and op.op not in MULTI_OUTPUT:
+            return f"has {len(op.outputs)} output tensors, not 1"
+        for o in op.outputs:
+            t = self.t(o)
+            if t.data is not None:
+                return f"writes to the constant tensor {t.name!r}"
+            if self.producer[o] != op.index or op.outputs.count(o) > 1:
+                return f"tensor {t.name!r} is written by more than one operator output"
+            if o in self.m.inputs:
+                return f"writes to the model input {t.name!r}"
         for i in op.inputs + op.outputs:
             if i < 0:
                 continue
@@ -309,6 +350,9 @@ class Ctx:
                 return f"tensor {t.name!r} is a variable (stateful models are not supported)"
             if not self.is_const(i) and self.dtype_of(i) is None:
                 return self._type_reason(t)
+        r = _option_problem(op) or self._type_problem(op)
+        if r:
+            return r
         if entry.check is not None:
             try:
                 return entry.check(op, self)
@@ -316,6 +360,28 @@ class Ctx:
                 return (e.reason, e.hint)
             except (IndexError, ValueError, KeyError, TypeError) as e:
                 return f"inconsistent operator: {type(e).__name__}: {e}"
+        return None
+
+    def _type_problem(self, op):
+        """Arm NN layers take one data type and give it back (comparisons give Boolean):
+        runtime data inputs of different types, or an output of another type, cannot be
+        built (only QUANTIZE and friends change types, and they have their own rules)."""
+        if op.op in TYPE_CHANGING:
+            return None
+        k = DATA_INPUT.get(op.op, 0)
+        ins = op.inputs if op.op in ALL_DATA else op.inputs[k:k + 1]
+        types = {self.dtype_of(i) for i in ins if i >= 0 and not self.is_const(i)}
+        if len(types) > 1:
+            return "inputs mix data types " + ", ".join(sorted(t.name for t in types))
+        if not types:
+            return None
+        want = DataType.Boolean if op.op in COMPARISONS else types.pop()
+        for o in op.outputs:
+            if o not in self.static and self.dtype_of(o) != want:
+                return (f"output {self.t(o).name!r} is {self.dtype_of(o).name} for "
+                        f"{'inputs' if op.op in ALL_DATA else 'an input'} of type {want.name}"
+                        if op.op not in COMPARISONS else
+                        f"output {self.t(o).name!r} is {self.dtype_of(o).name}, not Boolean")
         return None
 
     def _edges(self) -> None:

@@ -31,6 +31,10 @@ TYPE_NAMES = {
     13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16",
 }
 SCHEMA_VERSION = 3
+# Integer types and the zero points they can hold (their quantization is used; that of
+# float tensors is ignored, as TFLite does).
+ZERO_POINT_RANGE = {3: (0, 255), 9: (-128, 127), 7: (-32768, 32767), 2: (-(1 << 31), (1 << 31) - 1),
+                    4: (-(1 << 63), (1 << 63) - 1), 16: (0, 65535), 15: (0, (1 << 32) - 1), 17: (-8, 7)}
 
 
 @dataclass
@@ -176,6 +180,8 @@ def _load(source) -> TFModel:
 
     inputs = refs(sg.InputsAsNumpy, sg.InputsLength(), "the subgraph inputs")
     outputs = refs(sg.OutputsAsNumpy, sg.OutputsLength(), "the subgraph outputs")
+    if not outputs:  # an Arm NN network without an Output layer does not load
+        raise LoadError("the TFLite model has no outputs")
     ops = []
     for i in range(budget.count(sg.OperatorsLength(), 4, "the operator list")):
         o = sg.Operators(i)
@@ -236,6 +242,8 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
         if n > 1 and not (0 <= axis < rank and shape[axis] == n):
             raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales for axis {axis} "
                             f"of shape {shape}")
+        if tensor.type in ZERO_POINT_RANGE:  # the types whose quantization is used
+            _check_quant(name, tensor.type, scale, zp)
         tensor.quant = Quant(scale, zp, axis)
     b = int(t.Buffer())
     if not 0 <= b < max(nbuf, 1):
@@ -247,6 +255,19 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
             constants.add(raw.size, f"tensor {name!r}")
             tensor.data = _constant(tensor, raw)
     return tensor
+
+
+def _check_quant(name: str, type_: int, scale: np.ndarray, zp: np.ndarray) -> None:
+    # below float32's smallest normal number, scales lose precision and products of them vanish
+    ok = np.isfinite(scale) & (scale >= np.finfo(np.float32).tiny)
+    if not ok.all():
+        raise LoadError(f"tensor {name!r}: quantization scale {scale[~ok][0]} is not a finite positive "
+                        "(normal float32) number")
+    lo, hi = ZERO_POINT_RANGE[type_]
+    if ((zp < lo) | (zp > hi)).any():
+        bad = zp[(zp < lo) | (zp > hi)][0]
+        raise LoadError(f"tensor {name!r}: zero point {bad} is out of range for {TYPE_NAMES[type_]} "
+                        f"[{lo}, {hi}]")
 
 
 def _buffer(model, b, budget, size) -> np.ndarray | None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from armnn_import.lowering import Unsupported
+
 # Shared with the ONNX frontend (re-exported: the TFLite converters use Q.requantize etc.)
 from armnn_import.lowering.quant import (WEIGHT_WARN, bias_int32, covering_quant, real_range,  # noqa: F401
                                          requantize, worst_error)
@@ -29,3 +31,11 @@ def dequantize(data: np.ndarray, quant, shape) -> np.ndarray:
         bshape[quant.axis] = scale.size
         scale, zp = scale.reshape(bshape), zp.reshape(bshape)
     return ((data.astype(np.float64) - zp) * scale).astype(np.float32)
+
+
+def finite(values: np.ndarray, what: str) -> np.ndarray:
+    """values, or Unsupported if a quantized layer would have to hold inf or NaN."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f" and not np.isfinite(values).all():
+        raise Unsupported(f"{what} holds inf or NaN, which a quantized layer cannot represent")
+    return values

@@ -16,6 +16,7 @@ from . import REGISTRY
 NHWC = DataLayout.NHWC
 SAME, VALID = 0, 1
 MAX_GROUPS = 1024
+MAX_COPIES = 4096  # Merger inputs of a strided TRANSPOSE_CONV
 
 
 def pads_1d(padding: int, size: int, k: int, stride: int, dilation: int = 1) -> tuple[int, int]:
@@ -32,6 +33,17 @@ def pads_2d(opts, hw, khw, strides, dil=(1, 1)) -> tuple[int, int, int, int]:
     pt, pb = pads_1d(opts["padding"], hw[0], khw[0], strides[0], dil[0])
     pl, pr = pads_1d(opts["padding"], hw[1], khw[1], strides[1], dil[1])
     return pt, pl, pb, pr
+
+
+def dilations(o, hw, khw) -> tuple[int, int]:
+    """The dilation factors, 1 where the kernel has one tap (the factor changes nothing);
+    Unsupported past the input, where at most one tap of the kernel can reach it."""
+    dil = []
+    for d, size, k in zip((o["dilation_h_factor"], o["dilation_w_factor"]), hw, khw):
+        if k > 1 and d > size:
+            raise Unsupported(f"dilation {d} is larger than the input ({size})")
+        dil.append(d if k > 1 else 1)
+    return tuple(dil)
 
 
 def float_weights(ctx, i: int, layer: str) -> np.ndarray:
@@ -53,7 +65,7 @@ def quant_weights(ctx, i: int, axis: int, layer: str) -> tuple[np.ndarray, float
         q, offset = Q.to_uint8(t.data, t.quant.zero_point[0], t.type)
         return q, float(np.float32(t.quant.scale[0])), offset
     per_channel = t.quant is not None and not t.quant.per_tensor
-    return requantize_weights(ctx.report, layer, t.name, ctx.const(i), axis,
+    return requantize_weights(ctx.report, layer, t.name, Q.finite(ctx.const(i), f"weights {t.name!r}"), axis,
                               "per-channel int8 weights requantized to per-tensor uint8" if per_channel
                               else "float weights quantized to per-tensor uint8")
 
@@ -95,6 +107,8 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
         return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
     wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
+    if bias is not None:
+        Q.finite(bias, f"bias {ctx.t(bi).name!r}")
     return quant_conv2d(nb, x, to_oihw(wq), (ws, wz), bias, q, name, strides=strides, pads=pads,
                         dilations=dilations, groups=groups, layout=NHWC)
 
@@ -115,7 +129,7 @@ def conv_2d(ctx, op):
     if 1 < groups and not (kshape[3] == 1 and kshape[0] % cin == 0) and groups > MAX_GROUPS:
         raise Unsupported(f"{groups} groups (one Convolution2d per group; at most {MAX_GROUPS})")
     strides = (o["stride_h"], o["stride_w"])
-    dil = (o["dilation_h_factor"], o["dilation_w_factor"])
+    dil = dilations(o, x.info.shape[1:3], kshape[1:3])
     pads = pads_2d(o, x.info.shape[1:3], kshape[1:3], strides, dil)
     y = conv_common(ctx, op, x, wi, bi, lambda w: w.transpose(0, 3, 1, 2), 0,
                     strides=strides, pads=pads, dilations=dil, groups=groups)
@@ -137,7 +151,7 @@ def depthwise_conv_2d(ctx, op):
     if cm % cin:
         raise Unsupported(f"filter has {cm} channels, not a multiple of the input's {cin}")
     strides = (o["stride_h"], o["stride_w"])
-    dil = (o["dilation_h_factor"], o["dilation_w_factor"])
+    dil = dilations(o, x.info.shape[1:3], (kh, kw))
     pads = pads_2d(o, x.info.shape[1:3], (kh, kw), strides, dil)
     # [1, kh, kw, C*M] -> OIHW [C*M, 1, kh, kw]; output channel c*M + m as in TFLite
     y = conv_common(ctx, op, x, wi, bi, lambda w: w.reshape(kh, kw, cm).transpose(2, 0, 1)[:, None], 3,
@@ -163,7 +177,7 @@ def _check_transpose_conv(op, ctx):
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
     o, nb, name = op.options, ctx.nb, ctx.name(op)
-    out_shape = [int(v) for v in ctx.ints(op.inputs[0])]
+    out_shape = [int(v) for v in ctx.ints(op.inputs[0]).reshape(-1)]
     wi = op.inputs[1]
     x = ctx.port(op.inputs[2])
     bi = op.inputs[3] if len(op.inputs) > 3 else -1
@@ -171,11 +185,17 @@ def transpose_conv(ctx, op):
     if len(ctx.shape(wi)) != 4:
         raise Unsupported(f"filter of shape {list(ctx.shape(wi))}")
     oc, kh, kw, ic = ctx.shape(wi)
-    if ic != c or len(out_shape) != 4 or out_shape[0] != n or out_shape[3] != oc:
+    if len(out_shape) != 4:
+        raise Unsupported(f"output_shape has {len(out_shape)} values, not 4")
+    if ic != c or out_shape[0] != n or out_shape[3] != oc:
         raise Unsupported(f"output_shape {out_shape} does not fit input {x.info.shape} and filter "
                           f"{[oc, kh, kw, ic]}")
     sh, sw = o["stride_h"], o["stride_w"]
     oh, ow = out_shape[1:3]
+    if min(oh, ow) < 1 or sh > oh or sw > ow:
+        raise Unsupported(f"strides {[sh, sw]} for an output of {oh}x{ow}")
+    if sh * sw > MAX_COPIES:  # the input is stacked with sh * sw - 1 copies of zeros
+        raise Unsupported(f"strides {[sh, sw]}: at most {MAX_COPIES} positions per input element")
     begin, end = [], []
     for size, k, s, out in ((h, kh, sh, oh), (w, kw, sw, ow)):
         fwd = -(-out // s) if o["padding"] == SAME else (out + s - k) // s
@@ -230,7 +250,8 @@ def fully_connected(ctx, op):
     else:
         wq, ws, wz = quant_weights(ctx, wi, 0, name)
         w = ConstTensor(wq, TensorInfo(wq.shape, DataType.QuantisedAsymm8, ws, wz))
-        bias = None if bi < 0 else Q.bias_int32(ctx.const(bi), float(np.float32(x.info.scale * ws)))
+        bias = None if bi < 0 else Q.bias_int32(Q.finite(ctx.const(bi), f"bias {ctx.t(bi).name!r}"),
+                                                float(np.float32(x.info.scale * ws)))
         y = nb.fully_connected(x2, w, bias, name, quant=q)
     shape = x.info.shape[:-1] + (out_c,) if o.get("keep_num_dims") else (rows, out_c)
     y = nb.reshape(y, shape, f"{name}_shape")
@@ -238,8 +259,13 @@ def fully_connected(ctx, op):
 
 
 def _check_pool(op, ctx):
-    if len(ctx.shape(op.inputs[0])) != 4:
+    shape = ctx.shape(op.inputs[0])
+    if len(shape) != 4:
         return "input is not 4-D"
+    o = op.options
+    k = (o.get("filter_height", 1), o.get("filter_width", 1))
+    if o.get("padding") == VALID and (k[0] > shape[1] or k[1] > shape[2]):
+        return f"filter {list(k)} is larger than the input {list(shape[1:3])}"  # no output
     return None
 
 

@@ -9,6 +9,7 @@ from armnn_import.lowering import Unsupported
 
 from .. import quant as Q
 from . import REGISTRY
+from .shape import _fold_size
 
 NUMPY = {LT.Addition: np.add, LT.Subtraction: np.subtract, LT.Multiplication: np.multiply,
          LT.Division: np.divide, LT.Maximum: np.maximum, LT.Minimum: np.minimum,
@@ -70,7 +71,7 @@ def quant_constant(ctx, like, values, quant, name):
     from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
 
     nb = ctx.nb
-    values = np.asarray(values, np.float64)
+    values = Q.finite(np.asarray(values, np.float64), f"constant {name!r}")
     scale, offset = quant if quant is not None else Q.covering_quant(float(values.min()), float(values.max()))
     one = nb.reshape(nb.slice(like, [0] * like.info.rank, [1] * like.info.rank, [1] * like.info.rank,
                               f"{name}_pick"), (1, 1), f"{name}_flat")
@@ -83,6 +84,13 @@ def quant_constant(ctx, like, values, quant, name):
     return nb.reshape(y, values.shape or (1,), f"{name}_shape")
 
 
+def fold_binary(ctx, op, fn, a, b):
+    """Output 0 of op as fn of two constants, refused before a broadcast gets too large."""
+    x, y = ctx.const(a), ctx.const(b)
+    _fold_size(np.broadcast_shapes(x.shape, y.shape), op.op)
+    ctx.fold(op, 0, fn(x, y))
+
+
 def binary_op(ctx, op, ltype, swap=False):
     a, b = op.inputs[:2]
     if swap:
@@ -90,7 +98,7 @@ def binary_op(ctx, op, ltype, swap=False):
     name, q, nb = ctx.name(op), ctx.out_quant(op), ctx.nb
     ca, cb = ctx.is_const(a), ctx.is_const(b)
     if ca and cb:
-        ctx.fold(op, 0, NUMPY[ltype](ctx.const(a), ctx.const(b)))
+        fold_binary(ctx, op, NUMPY[ltype], a, b)
         return
     if not (ca or cb):
         y = nb.binary(ltype, ctx.port(a), ctx.port(b), name, quant=q)
@@ -132,7 +140,7 @@ def squared_difference(ctx, op):
     a, b = op.inputs[:2]
     name, nb = ctx.name(op), ctx.nb
     if ctx.is_const(a) and ctx.is_const(b):
-        ctx.fold(op, 0, np.square(ctx.const(a) - ctx.const(b)))
+        fold_binary(ctx, op, lambda x, y: np.square(x - y), a, b)
         return
     if ctx.is_const(a) or ctx.is_const(b):
         x, c = (ctx.port(b), ctx.const(a)) if ctx.is_const(a) else (ctx.port(a), ctx.const(b))
@@ -149,7 +157,7 @@ def squared_difference(ctx, op):
 def floor_div(ctx, op):
     a, b = op.inputs[:2]
     if ctx.is_const(a) and ctx.is_const(b):
-        ctx.fold(op, 0, np.floor(ctx.const(a) / ctx.const(b)))
+        fold_binary(ctx, op, lambda x, y: np.floor(x / y), a, b)
         return
     name = ctx.name(op)
     if ctx.is_const(b):
@@ -271,7 +279,7 @@ def prelu(ctx, op):
             raise Unsupported("quantized PRELU with a computed alpha")
         scaled = nb.binary(LT.Multiplication, negp, ctx.port(ai), f"{name}_scaled")
     elif x.info.dtype.is_quantized:
-        per = _per_channel(alpha, x.info.shape)
+        per = _per_channel(Q.finite(alpha, f"alpha {ctx.t(ai).name!r}"), x.info.shape)
         if per is None:
             raise Unsupported("quantized PRELU whose alpha varies along more than the channel axis")
         lo = Q.real_range(x.info.scale, x.info.offset)[0]

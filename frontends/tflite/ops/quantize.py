@@ -12,10 +12,20 @@ from ..convert import DEQUANTIZE_HINT
 from . import REGISTRY
 
 
+def _same_type(op, ctx):
+    """--dequantize makes QUANTIZE and DEQUANTIZE identities: both ends must be float."""
+    i, o = op.inputs[0], op.outputs[0]
+    if ctx.dtype_of(i) != ctx.dtype_of(o):
+        return f"output {ctx.t(o).name!r} of type {ctx.t(o).type_name} for an input of type {ctx.t(i).type_name}"
+    return None
+
+
 def _check_dequantize(op, ctx):
     i = op.inputs[0]
-    if ctx.is_const(i) or ctx.dequantize:
+    if ctx.is_const(i):
         return None
+    if ctx.dequantize:
+        return _same_type(op, ctx)
     return ("converts a quantized tensor to float inside the model; Arm NN's format has no "
             "Dequantize layer and one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
@@ -35,8 +45,13 @@ def dequantize(ctx, op):
 
 def _check_quantize(op, ctx):
     i = op.inputs[0]
-    if ctx.is_const(i) or ctx.dequantize or ctx.is_quant(i):
+    if ctx.is_const(i):
         return None
+    if ctx.dequantize:
+        return _same_type(op, ctx)
+    if ctx.is_quant(i):
+        o = op.outputs[0]
+        return None if ctx.is_quant(o) else f"requantizes into {ctx.t(o).name!r}, which is not 8-bit quantized"
     return ("quantizes a float tensor inside the model; Arm NN's format has no Quantize layer and "
             "one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 

@@ -58,6 +58,8 @@ def sum_(ctx, op):
         count = int(np.prod([x.info.shape[a] for a in axes]))
         # quantized: the mean in a scale count times finer holds exactly the sum's levels
         mq = None if q is None else (q[0] / count, q[1])
+        if mq is not None and np.float32(mq[0]) < np.finfo(np.float32).tiny:
+            raise Unsupported(f"output scale {q[0]:g} is too small to sum {count} elements")
         m = ctx.nb.mean(x, axes, keep, f"{name}_mean", quant=mq)
         return ctx.nb.linear(m, float(count), 0.0, name, quant=q)
     ctx.report.decomposition("SUM", "Mean, then Linear(a=element count)")
@@ -136,8 +138,11 @@ def l2_normalization(ctx, op):
 def lrn(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
+    # a window past every channel sums them all, as one reaching the last does (both TFLite
+    # and Arm NN clip it to the channels), and Arm NN loops over the whole window
+    radius = min(int(o["radius"]), x.info.shape[3] - 1)
     desc = D.NormalizationDescriptor(NormalizationAlgorithmChannel.Across,
                                      NormalizationAlgorithmMethod.LocalBrightness,
-                                     2 * int(o["radius"]) + 1, float(o["alpha"]), float(o["beta"]),
+                                     2 * radius + 1, float(o["alpha"]), float(o["beta"]),
                                      float(o["bias"]), NHWC)
     ctx.set(op, 0, ctx.nb.add(LayerType.Normalization, ctx.name(op), [x], desc))

@@ -13,6 +13,9 @@ from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, 
 from . import REGISTRY
 from .shape import gather_const
 
+MAX_SIZE = 1 << 16     # output rows or columns
+MAX_MATRIX = 1 << 24   # elements of an interpolation matrix
+
 
 def _scale(n_in: int, n_out: int, align: bool) -> np.float32:
     if align and n_out > 1:
@@ -81,7 +84,8 @@ def _check(op, ctx):
     if len(size) != 2 or min(size) < 1:
         return f"output size {size}"
     _, h, w, _ = ctx.shape(op.inputs[0])
-    if max(size[0] * h, size[1] * w) > (1 << 26):
+    # the lowerings build [out, in] matrices and index lists along each axis
+    if max(size) > MAX_SIZE or max(size[0] * h, size[1] * w) > MAX_MATRIX:
         return f"output size {size} is too large"
     return None
 

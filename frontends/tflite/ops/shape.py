@@ -3,6 +3,8 @@ padding, tiling, gathering, depth/space/batch rearrangements. Operators whose
 inputs are all constants are evaluated at conversion time."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from armnn_import.ir import descriptors as D
@@ -15,6 +17,7 @@ NHWC = DataLayout.NHWC
 MAX_SLICES = 32  # above this many pieces a constant gather becomes a FullyConnected selection
 MAX_MATRIX = 1 << 26  # elements of a constant selection or interpolation matrix
 MAX_COPIES = 4096  # Merger inputs made by TILE
+MAX_FOLDED = 1 << 26  # elements of a constant computed at conversion time
 
 
 def _all_const(ctx, op, inputs=None) -> bool:
@@ -28,6 +31,13 @@ def _value(ctx, i):
         return ctx.folded[i]
     t = ctx.t(i)
     return ctx.const(i) if t.quant is not None or t.data.dtype.kind == "f" else t.data
+
+
+def _fold_size(shape, what):
+    """Refuse a constant result too large to compute at conversion time (before allocating it)."""
+    n = math.prod(int(d) for d in shape)
+    if n > MAX_FOLDED:
+        raise Unsupported(f"{what} would make a constant of {n:,} elements (at most {MAX_FOLDED:,})")
 
 
 def _scalar_shape(shape):
@@ -63,12 +73,12 @@ def _reshape_target(ctx, op, total):
         shape = list(ctx.t(op.outputs[0]).shape)
     if shape.count(-1) > 1 or any(d < -1 for d in shape):
         raise Unsupported(f"reshape target {shape}")
-    if -1 in shape:
-        rest = int(np.prod([d for d in shape if d != -1]))
+    if -1 in shape:  # Python integers: numpy's products of file values can overflow
+        rest = math.prod(d for d in shape if d != -1)
         if rest == 0 or total % rest:
             raise Unsupported(f"cannot reshape {total} elements to {shape}")
         shape[shape.index(-1)] = total // rest
-    if int(np.prod(shape)) != total:
+    if math.prod(shape) != total:
         raise Unsupported(f"cannot reshape {total} elements to {shape}")
     return tuple(shape)
 
@@ -147,7 +157,8 @@ def _concat(ctx, op, ports_or_consts, axis, name, q):
 def concatenation(ctx, op):
     ins = list(op.inputs)
     if _all_const(ctx, op):
-        ctx.fold(op, 0, np.concatenate([_value(ctx, i) for i in ins], axis=op.options["axis"]))
+        values = [np.asarray(_value(ctx, i)) for i in ins]
+        ctx.fold(op, 0, np.concatenate(values, axis=_axis(op.options["axis"], values[0].ndim)))
         return
     items = [i if ctx.is_const(i) else ctx.port(i) for i in ins]
     rank = len(ctx.shape(ins[0]))
@@ -160,7 +171,8 @@ def concatenation(ctx, op):
 def pack(ctx, op):
     axis = op.options.get("axis", 0)
     if _all_const(ctx, op):
-        ctx.fold(op, 0, np.stack([_value(ctx, i) for i in op.inputs], axis=axis))
+        values = [np.asarray(_value(ctx, i)) for i in op.inputs]
+        ctx.fold(op, 0, np.stack(values, axis=_axis(axis, values[0].ndim + 1)))
         return
     rank = len(ctx.shape(op.inputs[0])) + 1
     axis = _axis(axis, rank)
@@ -381,8 +393,14 @@ def mirror_pad(ctx, op):
 @REGISTRY.register("TILE", since=1, until=3, layers=("Merger",))
 def tile(ctx, op):
     mult = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    if any(m < 0 for m in mult):
+        raise Unsupported(f"negative multiples {mult}")
     if ctx.is_const(op.inputs[0]):
-        ctx.fold(op, 0, np.tile(_value(ctx, op.inputs[0]), mult))
+        v = np.asarray(_value(ctx, op.inputs[0]))
+        if len(mult) != v.ndim:
+            raise Unsupported(f"multiples {mult} for a rank-{v.ndim} constant")
+        _fold_size(np.multiply(v.shape, mult, dtype=object), "TILE")
+        ctx.fold(op, 0, np.tile(v, mult))
         return
     y = ctx.port(op.inputs[0])
     if len(mult) != y.info.rank or any(m < 1 for m in mult) or sum(mult) > MAX_COPIES:
@@ -397,7 +415,10 @@ def tile(ctx, op):
                    notes="copies concatenated along the broadcast axes")
 def broadcast_to(ctx, op):
     target = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
+    if any(n < 0 for n in target):
+        raise Unsupported(f"cannot broadcast to {target}")
     if ctx.is_const(op.inputs[0]):
+        _fold_size(target, "BROADCAST_TO")
         ctx.fold(op, 0, np.broadcast_to(_value(ctx, op.inputs[0]), target).copy())
         return
     y = ctx.port(op.inputs[0])
@@ -414,21 +435,23 @@ def broadcast_to(ctx, op):
 
 
 # -- gathering --------------------------------------------------------------------------------
-def _runs(idx):
-    """Split indices into (start, step, count) runs of equal nonzero steps or repeats (step 0)."""
+def _runs(idx, limit: int):
+    """Split indices into (start, step, count) runs of equal nonzero steps or repeats
+    (step 0); None when there are more than `limit` runs."""
+    idx = [int(v) for v in idx]  # Python ints: far faster to walk than numpy scalars
     runs, k = [], 0
-    while k < len(idx):
+    while k < len(idx) and len(runs) <= limit:
         if k + 1 < len(idx):
-            step = int(idx[k + 1] - idx[k])
+            step = idx[k + 1] - idx[k]
             j = k + 1
             while j + 1 < len(idx) and idx[j + 1] - idx[j] == step:
                 j += 1
-            runs.append((int(idx[k]), step, j - k + 1))
+            runs.append((idx[k], step, j - k + 1))
             k = j + 1
         else:
-            runs.append((int(idx[k]), 1, 1))
+            runs.append((idx[k], 1, 1))
             k += 1
-    return runs
+    return runs if len(runs) <= limit else None
 
 
 def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
@@ -442,13 +465,13 @@ def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
     if np.array_equal(idx, np.arange(n)):
         return x
     f = len(idx) // n if len(idx) % n == 0 else 0
-    if f > 1 and np.array_equal(idx, np.repeat(np.arange(n), f)):  # nearest upsampling
+    if 1 < f <= MAX_COPIES and np.array_equal(idx, np.repeat(np.arange(n), f)):  # nearest upsampling
         inner = shape[:axis + 1] + (1,) + shape[axis + 1:]
         y = nb.reshape(x, inner, f"{name}_split")
         y = nb.concat([y] * f, axis + 1, f"{name}_repeat")
         return nb.reshape(y, shape[:axis] + (n * f,) + shape[axis + 1:], f"{name}_join")
-    runs = _runs(idx)
-    if len(runs) <= MAX_SLICES:
+    runs = _runs(idx, MAX_SLICES)
+    if runs is not None and sum(c for _, step, c in runs if step == 0) <= MAX_COPIES:
         parts = []
         for k, (start, step, count) in enumerate(runs):
             if step == 0:
@@ -500,7 +523,12 @@ def gather(ctx, op):
     xi, ii = op.inputs[:2]
     axis = op.options.get("axis", 0)
     if _all_const(ctx, op):
-        ctx.fold(op, 0, np.take(_value(ctx, xi), ctx.ints(ii), axis=axis))
+        v, idx = np.asarray(_value(ctx, xi)), ctx.ints(ii)
+        axis = _axis(axis, v.ndim)
+        _fold_size(v.shape[:axis] + idx.shape + v.shape[axis + 1:], "GATHER")
+        if ((idx < -v.shape[axis]) | (idx >= v.shape[axis])).any():
+            raise Unsupported(f"gather index out of range for dimension {v.shape[axis]}")
+        ctx.fold(op, 0, np.take(v, idx, axis=axis))
         return
     x = ctx.port(xi)
     axis = _axis(axis, x.info.rank)
