@@ -83,6 +83,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     try:
         with report.phase("frontend"):
             graph = fe.convert(model, options, report)
+        from .limits import check_network
+        check_network(graph)  # before constant folding allocates what the frontend only declared
         from .passes import run_pipeline
         from .passes.convert import TO_NCHW, TO_NHWC, set_io_layout, to_float16
         with report.phase("passes"):
@@ -103,6 +105,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         raise
     except RecursionError as e:
         raise ConversionError(f"model too deeply nested: {e}") from None
+    except MemoryError:  # a refusal, not a crash, but never hidden among the unsupported operators
+        raise ConversionError("model too large: memory ran out while converting it") from None
     return ConversionResult(graph, report)
 
 

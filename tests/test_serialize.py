@@ -154,3 +154,23 @@ def test_const_tensor_storage_kinds_round_trip(storage, values):
     assert back.info == info
     assert back.data.dtype == values.dtype and back.data.tobytes() == values.tobytes()
     assert write(read(data)) == data
+
+
+@pytest.mark.parametrize("field,value", [("stride_x", 1 << 40), ("pad_left", -1)])
+def test_a_value_the_schema_cannot_hold_is_a_serialization_error_naming_the_layer(field, value):
+    """verify() refuses these; the writer must too, as a typed error, if one gets past."""
+    from armnn_import.errors import SerializationError
+    g = Graph()
+    x = g.add_input("x", TensorInfo((1, 1, 4, 4)))
+    pool = g.add(LayerType.Pooling2d, "pool", [x], Pooling2dDescriptor(pool_width=2, pool_height=2, stride_x=2,
+                                                                        stride_y=2, data_layout=DataLayout.NCHW))
+    g.add_output("y", pool.out())
+    setattr(pool.desc, field, value)
+    with pytest.raises(SerializationError, match=r"layer 'pool' \(Pooling2d\)"):
+        write(g)
+
+
+def test_constants_with_nan_compare_by_their_bytes():
+    a = np.array([np.nan, 1.0, -0.0], np.float32)
+    assert ConstTensor(a) == ConstTensor(a.copy())
+    assert ConstTensor(a) != ConstTensor(np.array([np.nan, 1.0, 0.0], np.float32))

@@ -112,6 +112,10 @@ def _foreign(g):
     L(g, "relu").inputs = [other.add_input("stranger", TensorInfo((1, 4, 6, 6)))]
 
 
+def _unused_input(g):
+    g.add_input("z", TensorInfo((1, 4)))
+
+
 def _quant_slice(g):
     sl = g.add(LayerType.StridedSlice, "qslice", [L(g, "q").out()],
                StridedSliceDescriptor(begin=(0, 0), end=(1, 2), stride=(1, 1)), quant=(0.5, 7))
@@ -203,6 +207,19 @@ CASES = {
                 r"layer 'flat' \(Reshape\): target shape \(1, 35\) has 35 elements, the input \(1, 4, 3, 3\) has 36"),
     "gather-indices": (misc_net, lambda g: setattr(L(g, "idx"), "outputs", [TensorInfo((3,))]),
                        r"layer 'gather' \(Gather\): indices \(input 1\) are Float32; Arm NN needs Signed32"),
+    "no-output": (quant_net, lambda g: g.remove([L(g, "out")]), r"^the network has no Output layer$"),
+    "unused-input": (float_net, _unused_input, r"^Input layer 'z' feeds no layer"),
+    "uint32-field": (float_net, lambda g: set_(L(g, "pool").desc, stride_x=1 << 40),
+                     r"layer 'pool' \(Pooling2d\): descriptor field 'stride_x' holds 1099511627776, outside the "
+                     r"schema's uint32 range"),
+    "negative-uint32": (misc_net, lambda g: set_(L(g, "perm").desc, dim_mappings=(1, -1)),
+                        r"layer 'perm' \(Permute\): descriptor field 'dim_mappings' holds -1, outside"),
+    "int32-field": (misc_net, lambda g: set_(L(g, "slice").desc, end_mask=1 << 31),
+                    r"layer 'slice' \(StridedSlice\): descriptor field 'end_mask' holds 2147483648, outside "
+                    r"the schema's int32 range"),
+    "dimension-range": (misc_net, lambda g: setattr(L(g, "a"), "outputs", [TensorInfo((2, 1 << 32))]),
+                        r"layer 'a' \(Input\): output 0 shape \(2, 4294967296\) has a dimension outside the "
+                        r"uint32 range"),
 }
 
 

@@ -219,8 +219,9 @@ class ConstTensor:
         return self.data.astype(np.float32)
 
     def __eq__(self, other):
+        # bytes, not values: NaN weights equal themselves, and -0.0 differs from 0.0 as in the file
         return (isinstance(other, ConstTensor) and self.info == other.info
-                and self.storage == other.storage and np.array_equal(self.data, other.data))
+                and self.storage == other.storage and self.data.tobytes() == other.data.tobytes())
 
     def __repr__(self):
         return f"ConstTensor({self.info}, storage={self.storage.name})"

@@ -29,6 +29,7 @@ def verify(graph) -> None:
     if not problems:
         for layer in graph.layers:
             problems += [f"layer {layer.name!r} ({layer.type.name}): {p}" for p in _check_layer(layer)]
+        problems += _bindings(graph)
     if problems:
         more = len(problems) - MAX_REPORTED
         lines = problems[:MAX_REPORTED] + ([f"... and {more} more problems"] if more > 0 else [])
@@ -73,6 +74,15 @@ def _structure(graph) -> list[str]:
     return problems
 
 
+def _bindings(graph) -> list[str]:
+    """Arm NN 20.08 cannot load a network without outputs, nor bind an input
+    that feeds nothing ("No input layer is associated with id N")."""
+    problems = [] if any(l.type == LayerType.Output for l in graph.layers) else ["the network has no Output layer"]
+    used = {id(p.layer) for l in graph.layers for p in l.inputs}
+    return problems + [f"Input layer {l.name!r} feeds no layer (passes.cleanup.drop_unused_inputs removes it)"
+                       for l in graph.layers if l.type == LayerType.Input and id(l) not in used]
+
+
 def _find_cycle(graph):
     """One cycle as a list of layers (first == last), or None. Iterative DFS."""
     state: dict[int, int] = {}  # 1 = on the stack, 2 = done
@@ -111,7 +121,7 @@ def _check_layer(layer) -> list[str]:
     if kind.descriptor is not None and not isinstance(layer.desc, kind.descriptor):
         return [f"descriptor is {type(layer.desc).__name__}, expected {kind.descriptor.__name__}"]
 
-    problems = _never_written(layer.desc)
+    problems = _never_written(layer.desc) + _out_of_range(layer)
     required = [k for k in kind.tensors if k not in kind.optional]
     if getattr(layer.desc, "bias_enabled", False):
         required.append("biases")
@@ -158,6 +168,45 @@ def _never_written(desc) -> list[str]:
             f"reads its slot as a dilation) and must keep its default {show(f.default)}"
             for f in dataclasses.fields(desc)
             if f.metadata.get("never_written") and getattr(desc, f.name) != f.default]
+
+
+UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
+# The only signed scalar descriptor fields of the schema (StridedSliceDescriptor);
+# vector fields name their element type in their metadata.
+_SIGNED = {"begin_mask", "end_mask", "shrink_axis_mask", "ellipsis_mask", "new_axis_mask"}
+
+
+def _out_of_range(layer) -> list[str]:
+    """Integers the schema stores as uint32 or int32 (descriptor fields, tensor
+    dimensions, quantization offsets) must fit, or the writer cannot store them."""
+    def bad(values, rng):
+        return [v for v in values if not rng[0] <= v <= rng[1]]
+    problems = []
+    if dataclasses.is_dataclass(layer.desc):
+        for f in dataclasses.fields(layer.desc):
+            v = getattr(layer.desc, f.name)
+            if isinstance(v, (IntEnum, bool, float)):
+                continue  # enums and booleans are coerced on construction; floats are float32
+            if isinstance(v, int):
+                rng = INT32 if f.name in _SIGNED else UINT32
+                values = [v]
+            elif isinstance(v, tuple):
+                rng = INT32 if f.metadata.get("elem") == "int32" else UINT32
+                values = [x for e in v for x in (e if isinstance(e, tuple) else (e,))]
+            else:
+                continue
+            out = bad(values, rng)
+            if out:
+                problems.append(f"descriptor field '{f.name}' holds {out[0]}, outside the schema's "
+                                f"{'int32' if rng == INT32 else 'uint32'} range")
+    tensors = [(f"output {i}", info) for i, info in enumerate(layer.outputs)]
+    tensors += [(f"constant '{k}'", ct.info) for k, ct in layer.tensors.items()]
+    for what, info in tensors:
+        if bad(info.shape, UINT32):
+            problems.append(f"{what} shape {info.shape} has a dimension outside the uint32 range")
+        if bad([info.offset], INT32):
+            problems.append(f"{what} quantization offset {info.offset} is outside the int32 range")
+    return problems
 
 
 def _check_quant(info: TensorInfo, what: str) -> list[str]:

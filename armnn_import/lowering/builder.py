@@ -8,6 +8,8 @@ layers, which Arm NN 21.08+ misreads in files without featureVersions.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..ir import descriptors as D
@@ -164,10 +166,15 @@ class NetBuilder:
         shape = np.broadcast_shapes(x.info.shape, c.shape)
         if shape != x.info.shape and c.size == 1:
             raise Unsupported("constant operand broadcasts the input to a larger shape")
-        if c.size == 1 or np.all(c == c.reshape(-1)[0]):
+        uniform = c.size >= 1 and (c.size == 1 or bool(np.all(c == c.reshape(-1)[0])))
+        if uniform and math.prod(shape) == x.info.num_elements:  # c adds at most leading 1s
             port = self._scalar_op(ltype, x, float(c.reshape(-1)[0]), name, const_first, quant)
             if port is not None:
                 return self.reshape(port, shape, f"{name}_bcast") if port.info.shape != shape else port
+        elif uniform:  # c widens x: keep only the axes x lacks (the binary layer broadcasts the rest)
+            c = c.reshape((1,) * (len(shape) - c.ndim) + c.shape)
+            xs = (1,) * (len(shape) - x.info.rank) + x.info.shape
+            c = c[tuple(slice(None) if xd == 1 else slice(0, 1) for xd in xs)]
         if channel_axis is not None and ltype in (LayerType.Addition, LayerType.Subtraction,
                                                   LayerType.Multiplication) and shape == x.info.shape:
             per = _per_channel(c, x.info.rank, channel_axis)
@@ -266,7 +273,9 @@ class NetBuilder:
                             groups=groups, quant=quant, weight_info=weight_info)
             return self.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
         w = np.asarray(w_oihw)
-        if tuple(dilations) != (1, 1):
+        # a kernel axis of size 1 reads one tap whatever its dilation
+        dilations = tuple(1 if k == 1 else int(d) for k, d in zip(w.shape[2:], dilations))
+        if dilations != (1, 1):
             y = self._dilated_conv(x, w, name, strides, pads, dilations, groups, quant, weight_info)
         else:
             y = self._conv_nchw(x, w, name, strides, pads, groups, quant, weight_info)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ..ir.graph import Graph
 from ..report import Report
-from .cleanup import (fold_batchnorm_into_conv, fold_constants, merge_batchnorms, merge_duplicates, merge_permutes,
-                      merge_reshapes, remove_dead_layers, remove_identities)
+from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
+                      merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .layout import sink_permutes
 
 PIPELINE = (
@@ -28,6 +28,11 @@ def run_pipeline(graph: Graph, report: Report | None = None, passes=PIPELINE) ->
 
     report = report or Report()
     graph.toposort()
+    # before the first verify(), which refuses Input layers that feed nothing
+    with report.phase("pass:drop_unused_inputs"):
+        changed = drop_unused_inputs(graph, report)
+    if changed:
+        report.passes["drop_unused_inputs"] = changed
     verify(graph)
     for name, fn in passes:
         with report.phase(f"pass:{name}"):

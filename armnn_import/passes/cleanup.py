@@ -93,6 +93,36 @@ def remove_dead_layers(graph: Graph, report: Report) -> int:
     return len(dead)
 
 
+def drop_unused_inputs(graph: Graph, report: Report) -> int:
+    """Arm NN cannot bind an input that feeds nothing ("No input layer is
+    associated with id N"): drop the layers whose results reach no Output,
+    unused Input layers included (with a warning), and number the remaining
+    inputs 0..n-1 in their old order. A graph without outputs is left alone
+    (verify() refuses it)."""
+    outputs = [l for l in graph.layers if l.type == LayerType.Output]
+    if not outputs:
+        return 0
+    live: set[int] = set()
+    stack = list(outputs)
+    while stack:
+        l = stack.pop()
+        if id(l) not in live:
+            live.add(id(l))
+            stack.extend(p.layer for p in l.inputs)
+    dead = [l for l in graph.layers if id(l) not in live]
+    unused = [l for l in graph.input_layers if id(l) not in live]
+    for l in unused:
+        report.warn(f"input {l.name!r} is not needed to compute the outputs (at most its shape is used); "
+                    "the Arm NN network has no such input")
+    graph.remove(dead)
+    if unused:
+        for i, l in enumerate(graph.input_layers):
+            l.binding_id = i
+        if not graph.input_layers:
+            report.warn("the outputs do not depend on any input: the network computes constants")
+    return len(dead)
+
+
 def fold_constants(graph: Graph, report: Report) -> int:
     """Evaluate layers whose inputs are all Constant layers (numpy executor)."""
     from ..executor import evaluate

@@ -8,6 +8,7 @@ schemas changed some defaults.
 from __future__ import annotations
 
 import dataclasses
+import struct
 
 import flatbuffers
 import numpy as np
@@ -171,7 +172,12 @@ def write_buffer(graph: Graph) -> memoryview:
     b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers))
     b.ForceDefaults(True)
     positions = {id(l): i for i, l in enumerate(graph.layers)}
-    layers = [_layer(b, l, i, positions) for i, l in enumerate(graph.layers)]
+    layers = []
+    for i, l in enumerate(graph.layers):
+        try:
+            layers.append(_layer(b, l, i, positions))
+        except (TypeError, OverflowError, struct.error) as e:  # a value the schema's type cannot hold
+            raise SerializationError(f"layer {l.name!r} ({l.type.name}) cannot be written: {e}") from None
     layers_vec = _tables_vector(b, "SerializedGraph", "Layers", layers)
     input_ids = _vector(b, [positions[id(l)] for l in graph.input_layers], np.uint32)
     output_ids = _vector(b, [positions[id(l)] for l in graph.output_layers], np.uint32)

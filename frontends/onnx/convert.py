@@ -29,6 +29,7 @@ from armnn_import.errors import (ArmnnImportError, ConversionError, GraphError, 
 from armnn_import.ir.descriptors import ReshapeDescriptor
 from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
+from armnn_import.limits import check_shape
 from armnn_import.lowering import NetBuilder, Unsupported
 
 from .context import MAX_RANK, LoweringContext, check_size
@@ -53,6 +54,8 @@ def convert(source, options, report) -> Graph:
         return Converter(load_model(source), options, report).run()
     except (ArmnnImportError, RecursionError):
         raise
+    except MemoryError:
+        raise ConversionError("model too large: memory ran out while converting it") from None
     except Exception as e:  # noqa: BLE001 - a malformed model must not escape as a traceback
         raise ConversionError(f"the ONNX model cannot be converted (internal error {type(e).__name__}: "
                               f"{str(e)[:300]})") from e
@@ -133,11 +136,15 @@ class Converter(LoweringContext):
 
     def run(self) -> Graph:
         graph = self.model.graph
+        if not graph.output:
+            raise LoadError("the model has no outputs")
         for t in graph.initializer:
             self.values[t.name] = self._tensor(t)
         for sp in graph.sparse_initializer:
             try:
                 self.values[sp.values.name] = sparse_to_dense(sp)
+            except MemoryError:  # never a refusal: convert() reports it
+                raise
             except Exception as e:  # noqa: BLE001
                 raise LoadError(f"sparse initializer {sp.values.name!r} cannot be read: {e}") from None
         self.model_opset = self.opset
@@ -167,28 +174,8 @@ class Converter(LoweringContext):
             order = {n.name: i for i, n in enumerate(self.nodes)}
             self.problems.sort(key=lambda p: order.get(p.node, len(order)))
             raise UnsupportedModelError(self.problems)
-        self._drop_unused_inputs()
+        # inputs that feed nothing are dropped by passes.cleanup.drop_unused_inputs
         return self.g
-
-    def _drop_unused_inputs(self) -> None:
-        """Arm NN cannot bind an input that feeds nothing (e.g. one whose shape
-        alone was used): drop those inputs, and the dead layers, with a warning."""
-        live, stack = set(), [l for l in self.g.layers if l.type == LayerType.Output]
-        while stack:
-            layer = stack.pop()
-            if id(layer) not in live:
-                live.add(id(layer))
-                stack.extend(p.layer for p in layer.inputs)
-        dead = [l for l in self.g.layers if id(l) not in live]
-        for l in dead:
-            if l.type == LayerType.Input:
-                self.report.warn(f"input {l.name!r} is not needed to compute the outputs (at most its shape "
-                                 "is used); the Arm NN network has no such input")
-        self.g.remove(dead)
-        for i, l in enumerate(self.g.input_layers):
-            l.binding_id = i
-        if not self.g.input_layers:
-            self.report.warn("the outputs do not depend on any input: the network computes constants")
 
     def _analyse(self, nodes: list[Node]):
         """Shape inference and function expansion: onnx C++ code, run in a child process
@@ -244,8 +231,11 @@ class Converter(LoweringContext):
 
     @staticmethod
     def _tensor(t) -> np.ndarray:
+        check_shape(t.dims, f"tensor {t.name!r}")  # numpy would read a -1 as "infer this dimension"
         try:
             return numpy_helper.to_array(t)
+        except MemoryError:  # never a refusal: convert() reports it
+            raise
         except Exception as e:  # noqa: BLE001 - bad sizes, unknown types
             raise LoadError(f"tensor {t.name!r} cannot be read: {e}") from None
 
@@ -433,6 +423,8 @@ class Converter(LoweringContext):
         if entry.check is not None:
             try:
                 r = entry.check(node, view)
+            except MemoryError:  # never a refusal: convert() reports it
+                raise
             except Exception as e:  # noqa: BLE001 - e.g. an attribute of the wrong type
                 r = f"invalid node ({type(e).__name__}: {str(e)[:200]})"
             if r:
@@ -450,7 +442,7 @@ class Converter(LoweringContext):
             self.problems.append(Problem(node.op, node.name, e.reason, e.hint))
         except GraphError as e:
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered: {e}"))
-        except ArmnnImportError:
+        except (ArmnnImportError, MemoryError):  # MemoryError: never a refusal, convert() reports it
             raise
         except Exception as e:  # noqa: BLE001 - malformed attributes and the like: report, never crash
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered (internal error "
@@ -473,7 +465,8 @@ class Converter(LoweringContext):
             dtype = {"Float32": np.float32, "Signed32": np.int32, "Boolean": np.bool_}[like.info.dtype.name]
             return self._folded(node, [np.asarray(self.values[node.inputs[0]]).astype(dtype)])
         shapes = [self.inferred.get(o) for o in node.outputs if o]
-        if shapes and all(s is not None and None not in s and 0 in s for s in shapes):
+        # (a huge dimension beside the 0 comes from a bad attribute: left to the converter to refuse)
+        if shapes and all(s is not None and None not in s and 0 in s and max(s) < 1 << 31 for s in shapes):
             # empty results hold no data: constants, whatever the inputs
             return self._folded(node, [np.zeros(self.inferred[o], self._np_type(o)) if o else None
                                        for o in node.outputs])

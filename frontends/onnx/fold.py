@@ -6,6 +6,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from armnn_import.errors import ArmnnImportError
+from armnn_import.limits import check_shape
 from armnn_import.lowering import Unsupported
 
 
@@ -27,6 +29,7 @@ def constant_value(node) -> np.ndarray:
 
     (key, v), = node.attrs.items() if len(node.attrs) == 1 else ((None, None),)
     if key == "value":
+        check_shape(v.dims, f"Constant {node.name!r}")  # numpy would read a -1 as "infer this dimension"
         return numpy_helper.to_array(v)
     if key == "sparse_value":
         return sparse_to_dense(v)
@@ -46,7 +49,7 @@ def fold(node, values: dict, opset: int, implicit=()) -> list:
     if node.op == "Constant" and node.domain in ("", "ai.onnx"):
         try:
             return [constant_value(node)]
-        except Unsupported:
+        except (Unsupported, ArmnnImportError, MemoryError):
             raise
         except Exception as e:  # noqa: BLE001 - malformed tensor data
             raise Unsupported(f"the constant cannot be read ({type(e).__name__}: {e})") from None
@@ -71,6 +74,8 @@ def fold(node, values: dict, opset: int, implicit=()) -> list:
         ev = ReferenceEvaluator(graph, opsets={"": opset})
         res = ev.run(None, {n: values[n] if isinstance(values[n], list) else np.asarray(values[n])
                             for n in names})
+    except MemoryError:  # never a refusal: convert() reports it
+        raise
     except Exception as e:  # noqa: BLE001 - any failure of the reference runtime
         raise Unsupported(f"constant folding failed ({type(e).__name__}: {str(e)[:200]})") from None
     out, it = [], iter(res)

@@ -38,7 +38,31 @@ def load_model(source) -> onnx.ModelProto:
         _load_external(t, base)
     if not model.HasField("graph"):
         raise LoadError("the ONNX model has no graph")
+    _check_names(model)
     return model
+
+
+def _check_names(model: onnx.ModelProto) -> None:
+    """protobuf hands out bytes, not str, for a string field holding invalid
+    UTF-8: refuse such names (in subgraphs too) before they reach the IR."""
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        names = [(g.name, "graph")]
+        names += [(v.name, "value") for v in (*g.input, *g.output, *g.value_info)]
+        names += [(t.name, "initializer") for t in g.initializer]
+        names += [(s.values.name, "initializer") for s in g.sparse_initializer]
+        for node in g.node:
+            names += [(node.name, "node"), (node.op_type, "operator"), (node.domain, "domain")]
+            names += [(n, "value") for n in (*node.input, *node.output)]
+            names += [(a.name, "attribute") for a in node.attribute]
+            for a in node.attribute:
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
+        for name, what in names:
+            if not isinstance(name, str):
+                raise LoadError(f"{what} name {name!r} is not valid UTF-8")
 
 
 def _parse(data: bytes, what: str) -> onnx.ModelProto:

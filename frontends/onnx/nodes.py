@@ -1,10 +1,14 @@
 """ONNX nodes with decoded attributes, and graph helpers."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from onnx import helper, numpy_helper
+import onnx
+from onnx import AttributeProto, helper, numpy_helper
 
 from armnn_import.errors import LoadError
+from armnn_import.limits import check_shape
 
 
 class Node:
@@ -16,7 +20,12 @@ class Node:
         self.name = proto.name or f"{proto.op_type}_{index}"
         self.inputs, self.outputs = list(proto.input), list(proto.output)
         self.attrs = {}
+        want = _attribute_types(self.op, opset) if self.domain in ("", "ai.onnx") else {}
         for a in proto.attribute:
+            t = want.get(a.name)
+            if t is not None and a.type != t and not a.ref_attr_name:
+                raise LoadError(f"node {self.name!r}: attribute {a.name!r} is {_type_name(a.type)}, but "
+                                f"{self.op} takes {_type_name(t)} (the model is invalid)")
             try:
                 v = helper.get_attribute_value(a)
             except Exception as e:  # noqa: BLE001 - malformed attribute
@@ -30,6 +39,23 @@ class Node:
 
     def __repr__(self):
         return f"<{self.op} {self.name!r}>"
+
+
+@functools.lru_cache(maxsize=None)
+def _attribute_types(op: str, opset: int) -> dict:
+    """Attribute name -> AttributeProto type, from the operator's ONNX schema."""
+    try:
+        schema = onnx.defs.get_schema(op, opset, "")
+    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+        return {}
+    return {name: int(spec.type) for name, spec in schema.attributes.items()}
+
+
+def _type_name(t: int) -> str:
+    try:
+        return AttributeProto.AttributeType.Name(t)
+    except ValueError:
+        return f"type {t}"
 
 
 def _implicit_inputs(proto) -> list[str]:
@@ -52,6 +78,7 @@ def _implicit_inputs(proto) -> list[str]:
 
 
 def sparse_to_dense(sp) -> np.ndarray:
+    check_shape(sp.dims, f"sparse tensor {sp.values.name!r}")
     values = numpy_helper.to_array(sp.values)
     idx = numpy_helper.to_array(sp.indices).astype(np.int64)
     dense = np.zeros(tuple(sp.dims), values.dtype)

@@ -266,3 +266,63 @@ def test_an_output_nothing_produces_is_a_load_error():
     m = model([h.make_node("Relu", ["x"], ["y"])], [vi("x", [1, 3])], [vi("y", None), vi("ghost", None)])
     with pytest.raises(LoadError, match="ghost"):
         armnn_import.convert(m)
+
+
+def test_an_input_that_feeds_nothing_is_dropped(armnn_runner):
+    """Arm NN cannot bind an input that feeds nothing: the network loses it
+    (with a warning) and the remaining inputs are numbered from 0."""
+    m = model([h.make_node("Shape", ["a"], ["s"]), h.make_node("Relu", ["b"], ["y"])],
+              [vi("a", [2, 3]), vi("b", [1, 4])], [vi("y", None), vi("s", None, TP.INT64)])
+    m.graph.output.pop()  # the shape only mattered to a removed output
+    r = armnn_import.convert(m)
+    assert [(l.name, l.binding_id) for l in r.network.input_layers] == [("b", 0)]
+    assert any("'a' is not needed" in w for w in r.report.warnings)
+    x = np.linspace(-2, 2, 4, dtype=np.float32).reshape(1, 4)
+    np.testing.assert_array_equal(armnn_runner(r.to_bytes(), [x])[0].reshape(1, 4), np.maximum(x, 0))
+
+
+def test_an_attribute_of_the_wrong_type_is_a_load_error():
+    node = h.make_node("Flatten", ["x"], ["y"], name="flat")
+    node.attribute.append(h.make_attribute("axis", 1.5))  # the schema says INT
+    m = model([node], [vi("x", [1, 3, 2])], [vi("y", None)])
+    with pytest.raises(LoadError, match=r"node 'flat': attribute 'axis' is FLOAT, but Flatten takes INT"):
+        armnn_import.convert(m)
+
+
+def _refusal(m) -> str:
+    with pytest.raises(UnsupportedModelError) as info:
+        armnn_import.convert(m)
+    text = str(info.value)
+    assert "internal error" not in text, text
+    return text
+
+
+def test_batchnorm_parameters_for_the_wrong_channel_count_are_refused():
+    inits = [nh.from_array(np.ones(n, np.float32), k) for k, n in (("s", 3), ("b", 3), ("m", 4), ("v", 3))]
+    m = model([h.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"])],
+              [vi("x", [1, 3, 2, 2])], [vi("y", None)], inits)
+    assert "[3, 3, 4, 3] values for 3 channels" in _refusal(m)
+
+
+def test_concat_of_inputs_that_do_not_fit_is_refused():
+    c = nh.from_array(np.ones((2, 3, 1), np.float32), "c")
+    m = model([h.make_node("Concat", ["x", "c"], ["y"], axis=1)], [vi("x", [2, 3])], [vi("y", None)], [c])
+    assert "cannot be concatenated on axis 1" in _refusal(m)
+
+
+def test_slice_with_float_starts_is_refused():
+    inits = [nh.from_array(np.array([0.5], np.float32), "st"), nh.from_array(np.array([2], np.int64), "en")]
+    m = model([h.make_node("Slice", ["x", "st", "en"], ["y"])], [vi("x", [4, 3])], [vi("y", None)], inits)
+    assert "not an integer tensor" in _refusal(m)
+
+
+def test_running_out_of_memory_is_not_an_unsupported_operator(monkeypatch):
+    """A MemoryError in a converter says "too large", never "this operator is unsupported"."""
+    from armnn_import.lowering import NetBuilder
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError()
+    monkeypatch.setattr(NetBuilder, "activation", exhausted)
+    m = model([h.make_node("Relu", ["x"], ["y"])], [vi("x", [1, 3])], [vi("y", None)])
+    with pytest.raises(ConversionError, match="model too large"):
+        armnn_import.convert(m)

@@ -17,6 +17,9 @@ from ..registry import all_checks, needs_const, register
 from .common import mean, power
 
 
+MAX_INT = (1 << 31) - 1  # kernel sizes, strides, dilations and pads: int32/uint32 descriptor fields
+
+
 def _spatial_rank_check(node, ctx):
     s = ctx.shape(node, 0)
     if s is not None and len(s) not in (3, 4):
@@ -39,6 +42,8 @@ def _pair(v, nd, default):
     v = [int(x) for x in v] if v is not None else [default] * nd
     if len(v) != nd or (default == 1 and min(v) < 1) or min(v) < 0:
         raise Unsupported(f"expected {nd} {'positive' if default == 1 else 'non-negative'} values, got {v}")
+    if max(v) > MAX_INT:
+        raise Unsupported(f"values {v} out of range (Arm NN's limit is {MAX_INT})")
     return (default, v[0]) if nd == 1 else (v[0], v[1])
 
 
@@ -63,6 +68,8 @@ def _pads(ctx, node, nd, in_hw, kernel, strides, dilations):
         raise Unsupported(f"pads {p} for a {nd}-D operation")
     if any(v < 0 for v in p):
         raise Unsupported(f"negative pads {p}")
+    if any(v > MAX_INT for v in p):
+        raise Unsupported(f"pads {p} out of range (Arm NN's limit is {MAX_INT})")
     return (0, p[0], 0, p[1]) if nd == 1 else (p[0], p[1], p[2], p[3])
 
 
@@ -295,7 +302,7 @@ def conv_transpose(ctx, node):
         p = ctx.attr(node, "pads") or [0] * (2 * nd)
         if auto == "VALID":
             p = [0] * (2 * nd)
-        if len(p) != 2 * nd or any(v < 0 for v in p):
+        if len(p) != 2 * nd or any(v < 0 or v > MAX_INT for v in p):
             raise Unsupported(f"pads {p}")
         pads = (0, p[0], 0, p[1]) if nd == 1 else (p[0], p[1], p[2], p[3])
     ctx.report.decomposition("ConvTranspose", "zero insertion (Reshape, Pad, Reshape), Pad/StridedSlice, "

@@ -137,6 +137,9 @@ def gemm(ctx, node):
     if ctx.attr(node, "transB", 0):
         b = b.T if isinstance(b, np.ndarray) else ctx.b.permute(b, (1, 0), f"{n}_bt")
     m, nn = ctx.lshape(a)[0], ctx.lshape(b)[1]
+    if ctx.lshape(a)[1] != ctx.lshape(b)[0]:
+        raise Unsupported(f"operands of shapes {ctx.lshape(a)} and {ctx.lshape(b)} (after transA/transB) "
+                          "do not multiply (the model is invalid)")
     c = ctx.val(node, 2)
     bias = None
     if isinstance(a, Port) and isinstance(b, np.ndarray):

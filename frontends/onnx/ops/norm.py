@@ -30,6 +30,10 @@ def batch_norm(ctx, node):
     if x.info.rank < 2:
         raise Unsupported("a 1-D input has no channel axis")
     scale, bias, mean, var = (ctx.const(node, i).astype(np.float64).reshape(-1) for i in (1, 2, 3, 4))
+    c = x.info.shape[1]
+    if any(v.size != c for v in (scale, bias, mean, var)):
+        raise Unsupported(f"scale/bias/mean/var have {[v.size for v in (scale, bias, mean, var)]} values "
+                          f"for {c} channels (the model is invalid)")
     eps = float(ctx.attr(node, "epsilon", 1e-5))
     mul = scale / np.sqrt(var + np.float64(np.float32(eps)))
     return ctx.b.batchnorm(x, mul, bias - mean * mul, 1, ctx.name(node))
@@ -151,14 +155,19 @@ def lp_norm(ctx, node):
     return b.binary(L.Division, x, s, n)
 
 
-@register("LRN", since=1, layers=("Normalization",),
-          check=lambda node, ctx: None if int(ctx.attr(node, "size", 1)) % 2 == 1 else
-          ("an even size has an asymmetric window in ONNX; Arm NN's window is symmetric", ""))
+def _lrn_check(node, ctx):
+    size = ctx.attr(node, "size", 1)
+    if not isinstance(size, int) or not 1 <= size < 1 << 31:
+        return f"size {size!r} must be a positive integer below 2^31"
+    if size % 2 == 0:
+        return ("an even size has an asymmetric window in ONNX; Arm NN's window is symmetric", "")
+    return None
+
+
+@register("LRN", since=1, layers=("Normalization",), check=_lrn_check)
 def lrn(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     size = int(ctx.attr(node, "size"))
-    if size % 2 == 0:
-        raise Unsupported("an even size has an asymmetric window in ONNX; Arm NN's window is symmetric")
     shape = x.info.shape
     if len(shape) < 3 or len(shape) > 4:
         raise Unsupported(f"a {len(shape)}-D input (Arm NN normalizes 4-D tensors)")

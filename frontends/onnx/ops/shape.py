@@ -95,6 +95,9 @@ def concat(ctx, node):
         raise Unsupported("every input is empty")
     rank = len(ctx.lshape(vals[0]))
     axis = norm_axes([ctx.attr(node, "axis", 0)], rank)[0]
+    shapes = [ctx.lshape(v) for v in vals]
+    if any(len(s) != rank or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
+        raise Unsupported(f"inputs of shapes {shapes} cannot be concatenated on axis {axis} (the model is invalid)")
     boolean = any(isinstance(v, np.ndarray) and v.dtype == np.bool_ or isinstance(v, Port) and
                   (v.info.dtype == DataType.Boolean or v in ctx.bool_float) for v in vals)
     if boolean:  # CpuRef moves no Boolean tensors: concatenate the float 0/1 masks
@@ -139,6 +142,13 @@ def split(ctx, node):
     return outs
 
 
+def _int_list(ctx, node, i) -> list[int]:
+    v = ctx.const(node, i)
+    if not np.issubdtype(v.dtype, np.integer):
+        raise Unsupported(f"input {i} is {v.dtype}, not an integer tensor (the model is invalid)")
+    return v.reshape(-1).tolist()
+
+
 @register("Slice", since=1, layers=("StridedSlice",), check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
 def slice_(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
@@ -147,9 +157,9 @@ def slice_(ctx, node):
     if ctx.opset < 10:
         starts, ends, axes, steps = ctx.attr(node, "starts"), ctx.attr(node, "ends"), ctx.attr(node, "axes"), None
     else:
-        starts, ends = ctx.const(node, 1).reshape(-1).tolist(), ctx.const(node, 2).reshape(-1).tolist()
-        axes = ctx.const(node, 3).reshape(-1).tolist() if ctx.has(node, 3) else None
-        steps = ctx.const(node, 4).reshape(-1).tolist() if ctx.has(node, 4) else None
+        starts, ends = _int_list(ctx, node, 1), _int_list(ctx, node, 2)
+        axes = _int_list(ctx, node, 3) if ctx.has(node, 3) else None
+        steps = _int_list(ctx, node, 4) if ctx.has(node, 4) else None
     axes = norm_axes(axes if axes is not None else range(len(starts)), rank)
     steps = steps or [1] * len(axes)
     if not len(starts) == len(ends) == len(axes) == len(steps):
@@ -344,6 +354,14 @@ def _block_check(node, ctx):
     s = ctx.shape(node, 0)
     if s is not None and len(s) != 4:
         return (f"a {len(s)}-D input (needs 4-D NCHW)", "")
+    bs = ctx.attr(node, "blocksize")
+    if not isinstance(bs, int) or bs < 1:
+        return f"blocksize {bs!r} must be a positive integer"
+    if s is not None and None not in s:  # ONNX shape inference would make a huge or empty tensor
+        if node.op == "DepthToSpace" and s[1] % (bs * bs):
+            return f"{s[1]} channels are not divisible by blocksize^2 = {bs * bs}"
+        if node.op == "SpaceToDepth" and (s[2] % bs or s[3] % bs):
+            return f"spatial size {s[2]}x{s[3]} is not divisible by blocksize {bs}"
     return None
 
 
