@@ -58,8 +58,12 @@ def _rewrite(layer: Layer, perm) -> object | bool:
     if t == LayerType.Pad:
         pairs = [d.pad_list[2 * perm.index(i): 2 * perm.index(i) + 2] for i in range(len(perm))]
         return dataclasses.replace(d, pad_list=tuple(v for p in pairs for v in p))
-    if t == LayerType.Mean and d.keep_dims and d.axis:
-        return dataclasses.replace(d, axis=tuple(sorted(perm[a] for a in d.axis)))
+    if t == LayerType.Mean and d.axis:
+        new = dataclasses.replace(d, axis=tuple(sorted(perm[a] for a in d.axis)))
+        if d.keep_dims:
+            return new
+        kept = [perm[j] for j in range(len(perm)) if j not in d.axis]
+        return (new, None) if kept == sorted(kept) else None  # the reduced result is already in order
     if t == LayerType.StridedSlice and not (d.shrink_axis_mask or d.ellipsis_mask or d.new_axis_mask):
         def remap(v):
             return tuple(v[perm.index(i)] for i in range(len(perm)))
@@ -84,11 +88,16 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     new_desc = _rewrite(layer, perm)
     if new_desc is None:
         return False
+    out_perm = perm
+    if isinstance(new_desc, tuple):  # (descriptor, None): no Permute needed after the layer
+        new_desc, out_perm = new_desc
     # a Permute with other users stays for them (dead-layer removal drops it otherwise)
     old = layer.outputs[0]
     layer.inputs = [s.inputs[0] for s in sources]
     if new_desc is not True:
         layer.desc = new_desc
+    if out_perm is None:
+        return True
     layer.outputs = [old.with_shape([old.shape[perm.index(i)] for i in range(len(perm))])]
     after = graph.add(LayerType.Permute, f"{layer.name}_permute", [layer.out()],
                       PermuteDescriptor(sources[0].desc.dim_mappings))

@@ -8,7 +8,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import quant_conv2d, requantize_weights
+from armnn_import.lowering.quant import quant_conv2d_nchw, requantize_weights
 
 from .. import quant as Q
 from . import REGISTRY
@@ -109,13 +109,18 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
     wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
     if bias is not None:
         Q.finite(bias, f"bias {ctx.t(bi).name!r}")
-    return quant_conv2d(nb, x, to_oihw(wq), (ws, wz), bias, q, name, strides=strides, pads=pads,
-                        dilations=dilations, groups=groups, layout=NHWC)
+    # the shared lowering adds the bias inside the layer (one rounding, as LiteRT's int32 bias);
+    # it takes NCHW, and the layout pass cancels these permutes between convolutions
+    y = quant_conv2d_nchw(nb, nb.permute(x, (0, 3, 1, 2), f"{name}_to_nchw"), to_oihw(wq), (ws, wz), bias, q,
+                          name, strides=strides, pads=pads, dilations=dilations, groups=groups)
+    return nb.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
 
 
 @REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
-                   layers=("Convolution2d", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd"),
-                   notes="dilation via SpaceToBatchNd/BatchToSpaceNd; bias as a BatchNormalization")
+                   layers=("Convolution2d", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
+                           "FullyConnected", "Merger", "StridedSlice", "Activation"),
+                   notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as a BatchNormalization, "
+                         "quantized bias inside the layer (FullyConnected for 1x1, constant input channels)")
 def conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
@@ -137,8 +142,10 @@ def conv_2d(ctx, op):
 
 
 @REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
-                   layers=("DepthwiseConvolution2d", "BatchNormalization"),
-                   notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd")
+                   layers=("DepthwiseConvolution2d", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
+                           "Merger", "Activation"),
+                   notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; quantized bias "
+                         "inside the layer (rows of a constant read by extra kernel rows)")
 def depthwise_conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
@@ -172,7 +179,8 @@ def _check_transpose_conv(op, ctx):
 
 
 @REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, check=_check_transpose_conv,
-                   layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d"),
+                   layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
+                           "FullyConnected", "BatchNormalization"),
                    notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
