@@ -149,40 +149,32 @@ def fold_constants(graph: Graph, report: Report) -> int:
     return n
 
 
-def merge_permutes(graph: Graph, report: Report) -> int:
-    """Permute(a) -> Permute(b) becomes one Permute (or nothing, if they cancel)."""
+def _merge_chains(graph: Graph, ltype: LayerType, combine) -> int:
+    """X(a) -> X(b) becomes one X whose descriptor is combine(a, b) (dropped
+    if it is an identity), when the first X feeds nothing else."""
     n = 0
     for layer in list(graph.layers):
         src = layer.inputs[0].layer if layer.inputs else None
-        if layer.type != LayerType.Permute or src is None or src.type != LayerType.Permute:
+        if layer.type != ltype or src is None or src.type != ltype or not _single_consumer(graph, src):
             continue
-        if not _single_consumer(graph, src):
-            continue
-        a, b = src.desc.dim_mappings, layer.desc.dim_mappings
-        layer.desc = PermuteDescriptor(tuple(b[a[i]] for i in range(len(a))))
+        layer.desc = combine(src.desc, layer.desc)
         layer.inputs = [src.inputs[0]]
         graph.remove([src])
         n += 1
         if _is_identity(layer):
             _bypass(graph, layer)
     return n
+
+
+def merge_permutes(graph: Graph, report: Report) -> int:
+    """Permute(a) -> Permute(b) becomes one Permute (or nothing, if they cancel)."""
+    return _merge_chains(graph, LayerType.Permute, lambda a, b: PermuteDescriptor(
+        tuple(b.dim_mappings[a.dim_mappings[i]] for i in range(len(a.dim_mappings)))))
 
 
 def merge_reshapes(graph: Graph, report: Report) -> int:
     """Reshape -> Reshape becomes one Reshape."""
-    n = 0
-    for layer in list(graph.layers):
-        src = layer.inputs[0].layer if layer.inputs else None
-        if layer.type != LayerType.Reshape or src is None or src.type != LayerType.Reshape:
-            continue
-        if not _single_consumer(graph, src):
-            continue
-        layer.inputs = [src.inputs[0]]
-        graph.remove([src])
-        n += 1
-        if _is_identity(layer):
-            _bypass(graph, layer)
-    return n
+    return _merge_chains(graph, LayerType.Reshape, lambda a, b: b)
 
 
 def _affine(bn: Layer) -> tuple[np.ndarray, np.ndarray]:
