@@ -74,6 +74,19 @@ def _missing(node) -> list[str]:
                      if spec.required and a not in node.attrs]
 
 
+def _too_many_inputs(node) -> str | None:
+    """Why a node has more inputs than its ONNX schema allows (the extra ones would be ignored)."""
+    if node.domain not in DEFAULT_DOMAINS:
+        return None
+    try:
+        schema = onnx.defs.get_schema(node.op, node.opset, "")
+    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+        return None
+    if len(node.inputs) > schema.max_input:
+        return f"{len(node.inputs)} inputs, but {node.op} takes at most {schema.max_input} (the model is invalid)"
+    return None
+
+
 class ScanView:
     """What the pre-scan knows, with the interface checks use."""
 
@@ -410,6 +423,9 @@ class Converter(LoweringContext):
         missing = _missing(node)
         if missing:
             return (f"required {', '.join(missing)} missing (the model is invalid)", "")
+        too_many = _too_many_inputs(node)
+        if too_many:
+            return (too_many, "")
         if node.op in PASS_THROUGH or node.op in SHAPE_OPS or all(i in const for i in ins):
             return None
         if node.op == "CastLike" and node.inputs and node.inputs[0] in const:
@@ -472,6 +488,8 @@ class Converter(LoweringContext):
                                        for o in node.outputs])
         # float operators on quantized inputs (QDQ models) have quantized converters
         entry = self.quant.converter(self, node) or REGISTRY.lookup(node.op, self.opset)
+        if entry is None:  # the pre-scan refuses these; kept so a miss is never an internal error
+            raise Unsupported(f"no lowering for {node.op} at opset {self.opset}")
         if entry.check is not None:
             r = entry.check(node, self)
             if r:

@@ -316,6 +316,23 @@ def test_slice_with_float_starts_is_refused():
     assert "not an integer tensor" in _refusal(m)
 
 
+def test_expand_to_more_dimensions_than_arm_nn_has_is_refused():
+    """(fuzz: numpy's broadcast raised on 48 dimensions)"""
+    shape = nh.from_array(np.ones(48, np.int64), "shape")
+    m = model([h.make_node("Expand", ["x", "shape"], ["y"])], [vi("x", [1, 3])], [vi("y", None)], [shape])
+    assert "Expand target shape has 48 dimensions; Arm NN tensors have at most 5" in _refusal(m)
+
+
+@pytest.mark.parametrize("op, n_in, limit", [("Shape", 2, 1), ("Expand", 5, 2)])
+def test_a_node_with_too_many_inputs_is_refused(op, n_in, limit):
+    """(fuzz: op_type mutants; a Shape whose first input is constant but second is not
+    reached the registry, which has no Shape entry)"""
+    c = nh.from_array(np.ones(3, np.int64), "c")
+    m = model([h.make_node(op, ["c", "x"] + ["c"] * (n_in - 2), ["y"], name="bad"), h.make_node("Relu", ["x"], ["r"])],
+              [vi("x", [1, 3])], [vi("y", None), vi("r", None)], [c])
+    assert f"{n_in} inputs, but {op} takes at most {limit} (the model is invalid)" in _refusal(m)
+
+
 def test_running_out_of_memory_is_not_an_unsupported_operator(monkeypatch):
     """A MemoryError in a converter says "too large", never "this operator is unsupported"."""
     from armnn_import.lowering import NetBuilder

@@ -10,7 +10,7 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
 from ..registry import needs_const, register
-from ..context import check_size
+from ..context import MAX_RANK, check_size
 from .common import axes_input, binary, norm_axes, repeat
 
 MAX_SLICE_GATHER = 16  # constant-index gathers with more runs than this use a one-hot FullyConnected
@@ -270,6 +270,9 @@ def expand(ctx, node):
     x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
     shape = ctx.lshape(x)
     target = [int(v) for v in ctx.const(node, 1, "shape").reshape(-1)]
+    if len(target) > MAX_RANK:  # (numpy's broadcast also fails past 32 dimensions)
+        raise Unsupported(f"Expand target shape has {len(target)} dimensions; "
+                          f"Arm NN tensors have at most {MAX_RANK}")
     try:
         out = tuple(np.broadcast_shapes(shape, tuple(target)))
     except ValueError:
