@@ -80,22 +80,31 @@ def _back(ctx, y, nd, node):
     return y
 
 
+def _conv_operands(x, w, bias, nd, groups, transposed=False):
+    """Check a convolution's weights, groups and bias against its 4-D input;
+    1-D weights become 2-D (OI1L). Returns the 4-D weights."""
+    kind = "transposed convolution" if transposed else "convolution"
+    if w.ndim != nd + 2:
+        raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D {kind}")
+    if nd == 1:
+        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
+    cin = x.info.shape[1]
+    if groups < 1 or cin % groups or not (w.shape[0] == cin if transposed else
+                                          w.shape[1] * groups == cin and w.shape[0] % groups == 0):
+        raise Unsupported(f"group {groups} does not fit {cin} input channels and weights {w.shape}")
+    if not transposed and bias is not None and np.size(bias) != w.shape[0]:
+        raise Unsupported(f"bias of {np.size(bias)} values for {w.shape[0]} output channels")
+    return w
+
+
 @register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)
     w = ctx.const(node, 1, "weights").astype(np.float32)
     bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
-    if w.ndim != nd + 2:
-        raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D convolution")
-    if nd == 1:
-        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     groups = int(ctx.attr(node, "group", 1))
-    cin = x.info.shape[1]
-    if groups < 1 or cin % groups or w.shape[1] * groups != cin or w.shape[0] % groups:
-        raise Unsupported(f"group {groups} does not fit {cin} input channels and weights {w.shape}")
-    if bias is not None and bias.size != w.shape[0]:
-        raise Unsupported(f"bias of {bias.size} values for {w.shape[0]} output channels")
+    w = _conv_operands(x, w, bias, nd, groups)
     kernel = (w.shape[2], w.shape[3])
     ks = ctx.attr(node, "kernel_shape")
     if ks is not None and tuple(_pair(ks, nd, 1)) != kernel:
@@ -270,14 +279,9 @@ def conv_transpose(ctx, node):
     n = ctx.name(node)
     w = ctx.const(node, 1, "weights").astype(np.float32)
     bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
-    if w.ndim != nd + 2:
-        raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D transposed convolution")
-    if nd == 1:
-        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     groups = int(ctx.attr(node, "group", 1))
+    w = _conv_operands(x, w, bias, nd, groups, transposed=True)
     cin = x.info.shape[1]
-    if groups < 1 or cin % groups or w.shape[0] != cin:
-        raise Unsupported(f"group {groups} does not fit {cin} input channels and weights {w.shape}")
     strides = _pair(ctx.attr(node, "strides"), nd, 1)
     dil = _pair(ctx.attr(node, "dilations"), nd, 1)
     out_pad = _pair(ctx.attr(node, "output_padding"), nd, 0)

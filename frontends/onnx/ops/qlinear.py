@@ -19,7 +19,8 @@ from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
 from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qdq, qparams
 from ..registry import all_checks, needs_const, register
 from .common import binary, broadcast, mean, norm_axes, varying_axis
-from .conv import _back, _kernel, _pads, _pair, _pool_geometry, _spatial_rank_check, _to_4d
+from .conv import (_back, _conv_operands, _kernel, _pads, _pair, _pool_geometry, _spatial_rank_check,
+                   _to_4d)
 from .matrix import _fc
 
 
@@ -96,16 +97,8 @@ def dequantize_linear(ctx, node):
 def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
     """Convolution of x with OIHW (or OIL) weights w: float32, or uint8 with (scale, offset) wq."""
     x, nd = _to_4d(ctx, x, node)
-    if w.ndim != nd + 2:
-        raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D convolution")
-    if nd == 1:
-        w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     groups = int(ctx.attr(node, "group", 1))
-    cin = x.info.shape[1]
-    if groups < 1 or cin % groups or w.shape[1] * groups != cin or w.shape[0] % groups:
-        raise Unsupported(f"group {groups} does not fit {cin} input channels and weights {w.shape}")
-    if bias is not None and np.size(bias) != w.shape[0]:
-        raise Unsupported(f"bias of {np.size(bias)} values for {w.shape[0]} output channels")
+    w = _conv_operands(x, w, bias, nd, groups)
     strides = _pair(ctx.attr(node, "strides"), nd, 1)
     dil = _pair(ctx.attr(node, "dilations"), nd, 1)
     pads = _pads(ctx, node, nd, x.info.shape[2:], w.shape[2:], strides, dil)
