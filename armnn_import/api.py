@@ -14,20 +14,25 @@ from .report import Report
 class ConversionResult:
     network: Graph
     report: Report
-    _bytes: bytes | None = None
+    _buffer: memoryview | None = None
+
+    def buffer(self) -> memoryview:
+        """The .armnn file's bytes as a read-only view of the serializer's buffer
+        (serialized once, timed as the report's "write" phase; no copy)."""
+        if self._buffer is None:
+            from .serialize.writer import write_buffer
+            with self.report.phase("write"):
+                self._buffer = write_buffer(self.network).toreadonly()
+        return self._buffer
 
     def to_bytes(self) -> bytes:
-        """The .armnn file's bytes (serialized once, timed as the report's "write" phase)."""
-        if self._bytes is None:
-            from .serialize import write
-            with self.report.phase("write"):
-                self._bytes = write(self.network)
-        return self._bytes
+        """The .armnn file's bytes (a copy of buffer())."""
+        return bytes(self.buffer())
 
     def save(self, path) -> None:
         """Write atomically: a temporary file in the target folder, then rename."""
         from .output import write_atomic
-        data = self.to_bytes()
+        data = self.buffer()
         with self.report.phase("write"):
             write_atomic(path, data)
 

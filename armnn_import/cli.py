@@ -253,7 +253,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
                          report=report)
-        data = result.to_bytes()
+        data = result.buffer()
         folder = os.path.dirname(out_path)
         if folder and not os.path.isdir(folder):
             from .errors import OutputError
@@ -270,7 +270,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
             from .verify_cmd import verify
             outcome.status = "verify failed"  # until it passes
             with report.phase("verify"):
-                check = verify(model, data, report=report, **_verify_kwargs(args))
+                check = verify(model, bytes(data), report=report, **_verify_kwargs(args))
     finally:
         if bar is not None:
             bar.close()

@@ -182,12 +182,16 @@ class TensorInfo:
 
 
 class ConstTensor:
-    """A constant tensor: a TensorInfo plus a C-contiguous numpy array.
+    """A constant tensor: a TensorInfo plus a numpy array (`data`, C-contiguous).
 
     `storage` is the ConstTensorData kind the writer uses; by default the one
     Arm NN's serializer uses for the data type.
+
+    A strided view (a transposed weight, say) is kept as it is until `data` is
+    first read: the writer copies it straight into the output buffer, so a
+    large model's weights are not held twice (see `stored`).
     """
-    __slots__ = ("info", "data", "storage")
+    __slots__ = ("info", "_data", "storage")
 
     def __init__(self, data: np.ndarray, info: TensorInfo | None = None,
                  storage: ConstTensorData | None = None):
@@ -200,7 +204,7 @@ class ConstTensor:
         if tuple(data.shape) != info.shape:
             data = data.reshape(info.shape)
         self.info = info
-        self.data = np.ascontiguousarray(data)
+        self._data = data
         self.storage = ConstTensorData(storage) if storage is not None else DEFAULT_STORAGE[info.dtype]
 
     @classmethod
@@ -211,6 +215,17 @@ class ConstTensor:
     @property
     def shape(self) -> tuple[int, ...]:
         return self.info.shape
+
+    @property
+    def data(self) -> np.ndarray:
+        if not self._data.flags.c_contiguous:
+            self._data = np.ascontiguousarray(self._data)
+        return self._data
+
+    @property
+    def stored(self) -> np.ndarray:
+        """The array as given, possibly a strided view (for the writer's single copy)."""
+        return self._data
 
     def dequantized(self) -> np.ndarray:
         """The values as float32 (dequantized if quantized)."""

@@ -294,9 +294,10 @@ class NetBuilder:
                     stride_x=strides[1], stride_y=strides[0])
 
         def tensor(arr):
+            # no copy here: a transposed view is copied once, by the writer (see ConstTensor)
             if weight_info is None:
-                return ConstTensor(np.ascontiguousarray(arr, np.float32))
-            return ConstTensor(np.ascontiguousarray(arr), weight_info.with_shape(arr.shape))
+                return ConstTensor(np.asarray(arr, np.float32))
+            return ConstTensor(np.asarray(arr), weight_info.with_shape(arr.shape))
 
         if groups == 1:
             return self.add(LayerType.Convolution2d, name, [x], D.Convolution2dDescriptor(**desc),

@@ -28,16 +28,24 @@ _STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: 
 
 class _Builder(flatbuffers.Builder):
     """flatbuffers.Builder that copies numpy vectors once, straight into its
-    buffer (the stock one goes through an intermediate bytes object)."""
+    buffer (the stock one goes through an intermediate bytes object), from
+    strided views too (a transposed weight is transposed by that copy). Its
+    buffer starts as untouched zero pages (numpy's calloc) instead of a
+    bytearray that is zero-filled first."""
+
+    def __init__(self, size: int):
+        super().__init__(0)
+        self.Bytes = memoryview(np.zeros(size, np.uint8)).cast("B")
+        self.head = size
 
     def CreateNumpyVector(self, x):
-        x = np.ascontiguousarray(x)
+        x = np.asarray(x)
         if x.dtype.byteorder == ">":
             x = x.astype(x.dtype.newbyteorder("<"))
         self.StartVector(x.itemsize, x.size, x.dtype.alignment)
-        n = x.nbytes
-        self.head = self.head - n
-        np.frombuffer(self.Bytes, np.uint8, n, self.head)[:] = x.reshape(-1).view(np.uint8)
+        self.head = self.head - x.nbytes
+        dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
+        dst.reshape(x.shape)[...] = x
         self.vectorNumElems = x.size
         return self.EndVector()
 
@@ -68,11 +76,15 @@ def _tensor_info(b, info: TensorInfo) -> int:
 
 
 def _const_tensor(b, t: ConstTensor) -> int:
-    raw = t.data.reshape(-1).view(np.uint8)
     elem = np.dtype(_STORAGE_DTYPE[t.storage])
-    if raw.size % elem.itemsize:
-        raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
-    data = _vector(b, raw.view(elem), elem)
+    arr = t.stored
+    if arr.dtype.itemsize == elem.itemsize and arr.ndim:
+        data = b.CreateNumpyVector(arr.view(elem))  # a strided view is copied (transposed) once, here
+    else:
+        raw = t.data.reshape(-1).view(np.uint8)
+        if raw.size % elem.itemsize:
+            raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
+        data = _vector(b, raw.view(elem), elem)
     kind = t.storage.name
     _call(kind, "Start", b)
     _call(kind, "AddData", b, data)

@@ -186,7 +186,7 @@ class Ctx:
             raise Unsupported(f"tensor {t.name!r} must be a constant")
         if t.quant is not None and t.type in (INT8, UINT8, INT32, INT16):
             return Q.dequantize(t.data, t.quant, t.shape)
-        return t.data.astype(np.float32)
+        return t.data.astype(np.float32, copy=False)  # read-only for large constants (they alias the file)
 
     def ints(self, i: int) -> np.ndarray:
         """A constant integer parameter (axes, shapes, paddings) as int64."""

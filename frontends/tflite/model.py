@@ -284,13 +284,29 @@ def _buffer(model, b, budget, size) -> np.ndarray | None:
     return _numpy(buf.DataAsNumpy, n, budget, f"buffer {b}") if n else None
 
 
+# Constants at least this large alias the file image instead of being copied.
+ALIAS_MIN_BYTES = 1 << 16
+
+
 def _constant(t: Tensor, raw: np.ndarray) -> np.ndarray:
     dtype = NP_TYPES.get(t.type)
     if dtype is None:
         raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
     check_tensor_bytes(t.shape, np.dtype(dtype).itemsize, raw.size, f"tensor {t.name!r} ({t.type_name})")
-    # copy: the result must not keep the whole file alive, nor alias it
-    return np.frombuffer(raw.tobytes(), dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(t.shape)
+    le = np.dtype(dtype).newbyteorder("<")
+    if isinstance(raw.base, bytes) and raw.size >= ALIAS_MIN_BYTES:
+        # A large constant of an immutable file image is used in place (read-only): the
+        # weights are then held once, by the file (for a path, it is ours and holds little else).
+        return np.frombuffer(raw.base, le, raw.size // le.itemsize, _offset(raw)).astype(dtype, copy=False) \
+            .reshape(t.shape)
+    # a copy: a small constant must not keep the whole file alive, nor alias a caller's buffer
+    return np.frombuffer(raw.tobytes(), dtype=le).astype(dtype).reshape(t.shape)
+
+
+def _offset(view: np.ndarray) -> int:
+    """Where a numpy view of a bytes object starts in it."""
+    base = np.frombuffer(view.base, np.uint8)
+    return view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
 
 
 # -- builtin options --------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)
-    w = ctx.const(node, 1, "weights").astype(np.float32)
+    w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
     bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
     groups = int(ctx.attr(node, "group", 1))
     w = _conv_operands(x, w, bias, nd, groups)
@@ -277,7 +277,7 @@ def conv_transpose(ctx, node):
     ordinary convolution with the flipped, transposed kernel: exact."""
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)
     n = ctx.name(node)
-    w = ctx.const(node, 1, "weights").astype(np.float32)
+    w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
     bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
     groups = int(ctx.attr(node, "group", 1))
     w = _conv_operands(x, w, bias, nd, groups, transposed=True)
