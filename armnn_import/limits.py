@@ -115,7 +115,7 @@ def check_network(graph, limits: Limits | None = None) -> None:
         for i, info in enumerate(layer.outputs):
             check_shape(info.shape, f"layer {layer.name!r} ({layer.type.name}) output {i}", limits)
         for key, t in layer.tensors.items():
-            budget.add(t.data.nbytes, f"layer {layer.name!r} {key}")
+            budget.add(t.stored.nbytes, f"layer {layer.name!r} {key}")
 
 
 def _show(shape) -> str:

@@ -68,3 +68,29 @@ def test_onnx_nhwc_io_shapes():
     r = armnn_import.convert(os.path.join(ROOT, "onnx", "resnet_small.onnx"), layout="nhwc")
     assert r.network.input_layers[0].outputs[0].shape == (1, 40, 48, 3)
     assert r.report.inputs[0]["layout"] == "NHWC"
+
+
+def _permutes(result):
+    """(Permutes of the network, those of them at an edge: reading an Input, or feeding only Outputs)."""
+    g = result.network
+    users = g.consumers()
+    perms = [l for l in g.layers if l.type.name == "Permute"]
+    edge = [l for l in perms if l.inputs[0].layer.type.name == "Input"
+            or all(u.type.name == "Output" for u, _ in users[id(l)])]
+    return perms, edge
+
+
+@pytest.mark.parametrize("path", ONNX, ids=_id)
+def test_onnx_layout_permute_counts(path):
+    """keep: the model's own Transposes only (the CNNs have none). nhwc: the layout
+    change adds Permutes only at inputs and outputs, none inside the network (a
+    convolution stays NCHW: Arm NN reads this schema's conv dataLayout slot as a
+    dilation, see the README, "Layout"). --keep-io-layout: the keep network exactly."""
+    keep, _ = _permutes(armnn_import.convert(path))
+    nhwc, nhwc_edge = _permutes(armnn_import.convert(path, layout="nhwc"))
+    io, _ = _permutes(armnn_import.convert(path, layout="nhwc", keep_io_layout=True))
+    if "shufflenet" not in path and "transformer" not in path:
+        assert keep == []
+    assert len(nhwc) - len(keep) == len(nhwc_edge) - len([p for p in keep if p in nhwc_edge])
+    assert len(nhwc) - len(keep) <= 2  # one per 4-D input and output
+    assert len(io) == len(keep)

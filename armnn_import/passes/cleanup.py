@@ -52,7 +52,7 @@ def _key(layer: Layer):
     if layer.type in (LayerType.Input, LayerType.Output) or not layer.inputs:
         return None
     tensors = tuple((k, t.info, t.data.tobytes()) for k, t in sorted(layer.tensors.items())
-                    if t.data.nbytes <= 4096)
+                    if t.stored.nbytes <= 4096)
     if len(tensors) != len(layer.tensors):
         return None  # large weights: not worth hashing
     return (layer.type, tuple((id(p.layer), p.slot) for p in layer.inputs), repr(layer.desc),

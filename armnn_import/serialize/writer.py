@@ -176,7 +176,7 @@ def write(graph: Graph) -> bytes:
 
 def write_buffer(graph: Graph) -> memoryview:
     """Like write(), but a view of the builder's buffer (no final copy)."""
-    weight_bytes = sum(t.data.nbytes for l in graph.layers for t in l.tensors.values())
+    weight_bytes = sum(t.stored.nbytes for l in graph.layers for t in l.tensors.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
             f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "

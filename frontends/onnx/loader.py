@@ -2,6 +2,7 @@
 data confined to the model's own folder."""
 from __future__ import annotations
 
+import mmap
 import os
 
 import onnx
@@ -23,12 +24,11 @@ def load_model(source) -> onnx.ModelProto:
         path = os.fspath(source)
         try:
             with open(path, "rb") as f:
-                data = f.read()
+                model = _parse_file(f, path)
         except IsADirectoryError:
             raise LoadError(f"{path}: is a directory, not a model file") from None
         except OSError as e:
             raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
-        model = _parse(data, path)
         base = os.path.dirname(os.path.abspath(path))
     externals = [t for t in _all_tensors(model) if t.data_location == TensorProto.EXTERNAL]
     if externals and base is None:
@@ -65,7 +65,18 @@ def _check_names(model: onnx.ModelProto) -> None:
                 raise LoadError(f"{what} name {name!r} is not valid UTF-8")
 
 
-def _parse(data: bytes, what: str) -> onnx.ModelProto:
+def _parse_file(f, what: str) -> onnx.ModelProto:
+    """Parse straight from a memory map of the file (protobuf copies what it
+    keeps; a read() would hold the whole file once more while parsing)."""
+    try:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (ValueError, OSError):  # empty, or a pipe / special file
+        return _parse(f.read(), what)
+    with mapped, memoryview(mapped) as view:
+        return _parse(view, what)
+
+
+def _parse(data, what: str) -> onnx.ModelProto:
     if not data:
         raise LoadError(f"{what}: the file is empty")
     model = onnx.ModelProto()

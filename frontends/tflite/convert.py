@@ -14,7 +14,7 @@ from armnn_import.ir.types import DataType, LayerType, TensorInfo
 from armnn_import.lowering import NetBuilder, Unsupported
 
 from . import quant as Q
-from .model import TFModel, Tensor, load
+from .model import TFModel, Tensor, load, read_model_file
 
 FLOAT32, FLOAT16, INT32, UINT8, INT64, BOOL, INT16, INT8 = 0, 1, 2, 3, 4, 6, 7, 9
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
@@ -74,8 +74,7 @@ REFUSED = {
 def convert(source, options, report) -> Graph:
     if isinstance(source, (str, os.PathLike)):
         try:
-            with open(source, "rb") as f:
-                source = f.read()
+            source = read_model_file(source)
         except OSError as e:
             raise LoadError(f"{os.fspath(source)}: cannot read: {e.strerror or e}") from None
     with report.phase("parse"):

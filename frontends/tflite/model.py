@@ -10,6 +10,7 @@ references (tensor, buffer and opcode indices, buffer sizes) are checked too.
 """
 from __future__ import annotations
 
+import mmap
 import re
 import struct
 from dataclasses import dataclass, field
@@ -133,11 +134,21 @@ def load(source) -> TFModel:
         raise LoadError(f"malformed TFLite file: {type(e).__name__}: {e}") from None
 
 
+def read_model_file(path):
+    """The file's bytes: a read-only memory map (its weights are then used in
+    place, never read into a copy), or bytes for an empty or unmappable file."""
+    with open(path, "rb") as f:
+        try:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty, or a pipe / special file
+            return f.read()
+
+
 def _load(source) -> TFModel:
     from tflite.Model import Model
 
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        buf = bytes(source)
+    if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
+        buf = source if isinstance(source, mmap.mmap) else bytes(source)
         if len(buf) < 8:
             raise LoadError(f"not a TFLite file: only {len(buf)} bytes")
         if buf[4:8] != b"TFL3":
@@ -294,7 +305,7 @@ def _constant(t: Tensor, raw: np.ndarray) -> np.ndarray:
         raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
     check_tensor_bytes(t.shape, np.dtype(dtype).itemsize, raw.size, f"tensor {t.name!r} ({t.type_name})")
     le = np.dtype(dtype).newbyteorder("<")
-    if isinstance(raw.base, bytes) and raw.size >= ALIAS_MIN_BYTES:
+    if isinstance(raw.base, (bytes, mmap.mmap)) and raw.size >= ALIAS_MIN_BYTES:
         # A large constant of an immutable file image is used in place (read-only): the
         # weights are then held once, by the file (for a path, it is ours and holds little else).
         return np.frombuffer(raw.base, le, raw.size // le.itemsize, _offset(raw)).astype(dtype, copy=False) \
@@ -304,7 +315,7 @@ def _constant(t: Tensor, raw: np.ndarray) -> np.ndarray:
 
 
 def _offset(view: np.ndarray) -> int:
-    """Where a numpy view of a bytes object starts in it."""
+    """Where a numpy view of a bytes object or memory map starts in it."""
     base = np.frombuffer(view.base, np.uint8)
     return view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
 
