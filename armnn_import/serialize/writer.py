@@ -8,6 +8,7 @@ schemas changed some defaults.
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import struct
 
 import flatbuffers
@@ -21,6 +22,7 @@ from . import armnn_schema_generated as fb
 
 FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
+_RELEASE_MIN_BYTES = 1 << 20
 
 _STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
                   ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
@@ -46,8 +48,26 @@ class _Builder(flatbuffers.Builder):
         self.head = self.head - x.nbytes
         dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
         dst.reshape(x.shape)[...] = x
+        _release_mapped(x)
         self.vectorNumElems = x.size
         return self.EndVector()
+
+
+def _release_mapped(x: np.ndarray) -> None:
+    """Drop the pages of a memory-mapped input file that `x` was just copied from
+    out of this process's resident set (they stay in the page cache, and come back
+    if read again), so that a large model is not resident twice: once as input,
+    once as output."""
+    base = x
+    while isinstance(base, (np.ndarray, memoryview)):
+        base = base.base if isinstance(base, np.ndarray) else base.obj
+    if not isinstance(base, mmap.mmap) or x.nbytes < _RELEASE_MIN_BYTES:
+        return
+    start = x.__array_interface__["data"][0] - np.frombuffer(base, np.uint8).__array_interface__["data"][0]
+    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside x only
+    hi = (start + x.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
+    if hi > lo:
+        base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def _call(table: str, what: str, b, *args):

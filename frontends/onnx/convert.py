@@ -51,7 +51,9 @@ INPUT_TYPES = {TensorProto.FLOAT: DataType.Float32, TensorProto.INT32: DataType.
 
 def convert(source, options, report) -> Graph:
     try:
-        return Converter(load_model(source), options, report).run()
+        mapped: dict[str, np.ndarray] = {}
+        model = load_model(source, mapped)
+        return Converter(model, options, report, mapped).run()
     except (ArmnnImportError, RecursionError):
         raise
     except MemoryError:
@@ -114,8 +116,9 @@ class ScanView:
 
 
 class Converter(LoweringContext):
-    def __init__(self, model: onnx.ModelProto, options, report):
+    def __init__(self, model: onnx.ModelProto, options, report, mapped: dict | None = None):
         self.model, self.options, self.report = model, options, report
+        self.mapped = mapped or {}  # large initializers left out of the proto (see wire.py)
         self.opset = self._default_opset()
         self.g = Graph()
         self.b = NetBuilder(self.g, report)
@@ -152,7 +155,8 @@ class Converter(LoweringContext):
         if not graph.output:
             raise LoadError("the model has no outputs")
         for t in graph.initializer:
-            self.values[t.name] = self._tensor(t)
+            cut = t.name in self.mapped and not t.HasField("raw_data")
+            self.values[t.name] = self.mapped[t.name] if cut else self._tensor(t)
         for sp in graph.sparse_initializer:
             try:
                 self.values[sp.values.name] = sparse_to_dense(sp)
@@ -372,7 +376,7 @@ class Converter(LoweringContext):
 
     def _infer_shapes(self) -> None:
         try:
-            inferred = onnx.shape_inference.infer_shapes(_without_weights(self.model), strict_mode=False,
+            inferred = onnx.shape_inference.infer_shapes(_without_weights(self.model, self.mapped), strict_mode=False,
                                                          data_prop=True)
         except Exception:  # noqa: BLE001 - shape inference is advisory
             return
@@ -616,7 +620,7 @@ class Converter(LoweringContext):
                 layer.name = new
 
 
-def _without_weights(model: onnx.ModelProto, keep_bytes: int = 4096) -> onnx.ModelProto:
+def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) -> onnx.ModelProto:
     """A copy of `model` for shape inference: large initializers become typed
     graph inputs, so their data is neither serialized nor copied (shape
     inference only needs small constants, such as Reshape shapes, by value)."""
@@ -628,7 +632,7 @@ def _without_weights(model: onnx.ModelProto, keep_bytes: int = 4096) -> onnx.Mod
     g.value_info.extend(src.value_info)
     declared = {i.name for i in src.input}
     for t in src.initializer:
-        if t.ByteSize() <= keep_bytes:
+        if t.ByteSize() <= keep_bytes and t.name not in mapped:
             g.initializer.append(t)
         elif t.name not in declared:
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))

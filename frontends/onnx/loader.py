@@ -11,8 +11,10 @@ from onnx import TensorProto
 from armnn_import.errors import LoadError
 
 
-def load_model(source) -> onnx.ModelProto:
-    """The ModelProto with every external tensor read in (raises LoadError)."""
+def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:
+    """The ModelProto with every external tensor read in (raises LoadError).
+    Given a dict, large initializers of a model file are left out of the proto
+    and put in `mapped` (name -> read-only array over the file's memory map)."""
     if isinstance(source, onnx.ModelProto):
         model = onnx.ModelProto()
         model.CopyFrom(source)  # never modify the caller's model
@@ -24,7 +26,7 @@ def load_model(source) -> onnx.ModelProto:
         path = os.fspath(source)
         try:
             with open(path, "rb") as f:
-                model = _parse_file(f, path)
+                model = _parse_file(f, path, mapped)
         except IsADirectoryError:
             raise LoadError(f"{path}: is a directory, not a model file") from None
         except OSError as e:
@@ -65,14 +67,23 @@ def _check_names(model: onnx.ModelProto) -> None:
                 raise LoadError(f"{what} name {name!r} is not valid UTF-8")
 
 
-def _parse_file(f, what: str) -> onnx.ModelProto:
+def _parse_file(f, what: str, mapped: dict | None) -> onnx.ModelProto:
     """Parse straight from a memory map of the file (protobuf copies what it
-    keeps; a read() would hold the whole file once more while parsing)."""
+    keeps; a read() would hold the whole file once more while parsing), with
+    the large initializers cut out into `mapped` when it is given (see wire.py)."""
     try:
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        image = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (ValueError, OSError):  # empty, or a pipe / special file
         return _parse(f.read(), what)
-    with mapped, memoryview(mapped) as view:
+    if mapped is not None:
+        from .wire import mapped_array, split_weights
+        with memoryview(image) as view:
+            rest, cut = split_weights(view)
+        if rest is not None:
+            model = _parse(rest, what)
+            mapped.update({name: mapped_array(image, entry) for name, entry in cut.items()})
+            return model  # the arrays keep the map open
+    with image, memoryview(image) as view:
         return _parse(view, what)
 
 

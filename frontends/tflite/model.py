@@ -264,7 +264,7 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
         raw = _buffer(model, b, budget, size)
         if raw is not None and raw.size:
             constants.add(raw.size, f"tensor {name!r}")
-            tensor.data = _constant(tensor, raw)
+            tensor.data = _constant(tensor, raw, alias=_immutable(model._tab.Bytes))
     return tensor
 
 
@@ -299,25 +299,23 @@ def _buffer(model, b, budget, size) -> np.ndarray | None:
 ALIAS_MIN_BYTES = 1 << 16
 
 
-def _constant(t: Tensor, raw: np.ndarray) -> np.ndarray:
+def _immutable(buf) -> bool:
+    """Whether views of the model's buffer may be kept: bytes, or a read-only map (ours)."""
+    return isinstance(buf, bytes) or (isinstance(buf, mmap.mmap) and memoryview(buf).readonly)
+
+
+def _constant(t: Tensor, raw: np.ndarray, alias: bool = False) -> np.ndarray:
     dtype = NP_TYPES.get(t.type)
     if dtype is None:
         raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
     check_tensor_bytes(t.shape, np.dtype(dtype).itemsize, raw.size, f"tensor {t.name!r} ({t.type_name})")
     le = np.dtype(dtype).newbyteorder("<")
-    if isinstance(raw.base, (bytes, mmap.mmap)) and raw.size >= ALIAS_MIN_BYTES:
+    if alias and raw.size >= ALIAS_MIN_BYTES:
         # A large constant of an immutable file image is used in place (read-only): the
         # weights are then held once, by the file (for a path, it is ours and holds little else).
-        return np.frombuffer(raw.base, le, raw.size // le.itemsize, _offset(raw)).astype(dtype, copy=False) \
-            .reshape(t.shape)
+        return np.frombuffer(raw, le).astype(dtype, copy=False).reshape(t.shape)
     # a copy: a small constant must not keep the whole file alive, nor alias a caller's buffer
     return np.frombuffer(raw.tobytes(), dtype=le).astype(dtype).reshape(t.shape)
-
-
-def _offset(view: np.ndarray) -> int:
-    """Where a numpy view of a bytes object or memory map starts in it."""
-    base = np.frombuffer(view.base, np.uint8)
-    return view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
 
 
 # -- builtin options --------------------------------------------------------------------------

@@ -1,0 +1,147 @@
+"""Large initializers of an ONNX file, used in place.
+
+protobuf copies every byte it parses, and numpy_helper.to_array copies the
+result again, so a model's weights would be held two or three times. Before
+parsing, this walks the wire format of ModelProto -> graph -> initializer
+(nothing else) and cuts the raw_data of large tensors out of the bytes given to
+protobuf; read-only numpy arrays over the file's memory map stand in for them.
+Anything unusual about a tensor (external data, an odd type, a size that does
+not match its dims, a repeated name) leaves it to protobuf and to_array, which
+also report the errors.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+MODEL_GRAPH, GRAPH_INITIALIZER = 7, 5
+T_DIMS, T_DATA_TYPE, T_SEGMENT, T_NAME, T_RAW_DATA, T_EXTERNAL_DATA, T_DATA_LOCATION = 1, 2, 3, 8, 9, 13, 14
+VARINT, I64, LEN, I32 = 0, 1, 2, 5
+# TensorProto.DataType -> little-endian numpy type, for the types read as plain arrays
+DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 10: "<f2", 11: "<f8",
+          12: "<u4", 13: "<u8"}
+MIN_BYTES = 1 << 16
+
+
+def _varint(buf, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise ValueError("malformed varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _encode_varint(v: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out.append(b | (0x80 if v else 0))
+        if not v:
+            return bytes(out)
+
+
+def _fields(buf, pos: int, end: int):
+    """(field number, wire type, field start, value start, field end) of each field in buf[pos:end]."""
+    while pos < end:
+        start = pos
+        key, pos = _varint(buf, pos, end)
+        field, wire = key >> 3, key & 7
+        value = pos
+        if wire == VARINT:
+            _, pos = _varint(buf, pos, end)
+        elif wire == I64:
+            pos += 8
+        elif wire == LEN:
+            n, value = _varint(buf, pos, end)
+            pos = value + n
+        elif wire == I32:
+            pos += 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if pos > end:
+            raise ValueError("a field runs past the end of its message")
+        yield field, wire, start, value, pos
+
+
+def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES):
+    """(the model's bytes without the large raw_data, {name: (numpy dtype, dims, offset, length)}),
+    or (None, {}) when there is nothing to cut (or the bytes are not what they should be:
+    protobuf then parses them whole and says what is wrong)."""
+    if sys.byteorder != "little":
+        return None, {}
+    found: dict[str, tuple] = {}
+    try:
+        pieces = []
+        for field, wire, start, value, end in _fields(buf, 0, len(buf)):
+            if field == MODEL_GRAPH and wire == LEN:
+                graph = _graph(buf, value, end, min_bytes, found)
+                pieces += [_encode_varint(field << 3 | LEN), _encode_varint(len(graph)), graph]
+            else:
+                pieces.append(buf[start:end])
+    except ValueError:
+        return None, {}
+    if not found:
+        return None, {}
+    return b"".join(pieces), {k: (d, dims, base_offset + off, n) for k, (d, dims, off, n) in found.items()}
+
+
+def _graph(buf, pos: int, end: int, min_bytes: int, found: dict) -> bytes:
+    pieces, seen = [], set()
+    for field, wire, start, value, stop in _fields(buf, pos, end):
+        if field == GRAPH_INITIALIZER and wire == LEN:
+            tensor = _tensor(buf, value, stop, min_bytes, found, seen)
+            if tensor is not None:
+                pieces += [_encode_varint(field << 3 | LEN), _encode_varint(len(tensor)), tensor]
+                continue
+        pieces.append(buf[start:stop])
+    return b"".join(pieces)
+
+
+def _tensor(buf, pos: int, end: int, min_bytes: int, found: dict, seen: set) -> bytes | None:
+    """The TensorProto's bytes without its raw_data when that is cut out, else None."""
+    dims, dtype, name, raw, other = [], None, None, None, False
+    for field, wire, start, value, stop in _fields(buf, pos, end):
+        if field == T_DIMS and wire == VARINT:
+            dims.append(_varint(buf, value, stop)[0])
+        elif field == T_DIMS and wire == LEN:
+            p = value
+            while p < stop:
+                d, p = _varint(buf, p, stop)
+                dims.append(d)
+        elif field == T_DATA_TYPE and wire == VARINT:
+            dtype = _varint(buf, value, stop)[0]
+        elif field == T_NAME and wire == LEN:
+            name = bytes(buf[value:stop])
+        elif field == T_RAW_DATA and wire == LEN:
+            other = other or raw is not None  # a repeated raw_data: protobuf keeps the last
+            raw = (start, value, stop)
+        elif field in (T_SEGMENT, T_EXTERNAL_DATA, T_DATA_LOCATION):
+            other = True
+    if name is not None:
+        if name in seen:  # a repeated name: leave the whole model to protobuf
+            raise ValueError("repeated initializer name")
+        seen.add(name)
+    if raw is None or other or dtype not in DTYPES or name is None or raw[2] - raw[1] < min_bytes:
+        return None
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    item = np.dtype(DTYPES[dtype]).itemsize
+    if any(d >= 1 << 62 for d in dims) or int(np.prod(dims, dtype=object)) * item != raw[2] - raw[1]:
+        return None
+    found[text] = (DTYPES[dtype], tuple(dims), raw[1], raw[2] - raw[1])
+    return bytes(buf[pos:raw[0]]) + bytes(buf[raw[2]:end])
+
+
+def mapped_array(source, entry) -> np.ndarray:
+    """The read-only array of a cut-out initializer, over the buffer `source`."""
+    dtype, dims, offset, length = entry
+    dt = np.dtype(dtype)
+    return np.frombuffer(source, dt, length // dt.itemsize, offset).reshape(dims)

@@ -1,0 +1,91 @@
+"""Large ONNX initializers used in place (frontends/onnx/wire.py): what is cut
+out equals what protobuf and numpy_helper read, odd tensors are left alone, and
+a converted file is byte-identical whichever way the weights were read."""
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import armnn_import
+from frontends.onnx.loader import load_model
+from frontends.onnx.wire import MIN_BYTES, mapped_array, split_weights
+
+
+def _model(initializers, extra_nodes=()):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512])
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1), *extra_nodes]
+    g = helper.make_graph(nodes, "g", [x], [y], initializer=initializers)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def _weights(rng, dtype=np.float32):
+    return rng.standard_normal((512, 64)).astype(dtype)
+
+
+def test_large_initializer_is_cut_and_equal():
+    rng = np.random.default_rng(0)
+    w, b = _weights(rng), rng.standard_normal(512).astype(np.float32)
+    data = _model([numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]).SerializeToString()
+    rest, cut = split_weights(memoryview(data))
+    assert set(cut) == {"w"}  # b is small
+    assert len(rest) < len(data) - w.nbytes + 64
+    np.testing.assert_array_equal(mapped_array(data, cut["w"]), w)
+    left = onnx.ModelProto.FromString(rest)
+    whole = onnx.ModelProto.FromString(data)
+    t = next(t for t in left.graph.initializer if t.name == "w")
+    assert not t.HasField("raw_data") and list(t.dims) == [512, 64]
+    whole.graph.initializer[0].ClearField("raw_data")
+    assert left == whole  # everything else is kept as it was
+
+
+@pytest.mark.parametrize("case", ["float_data", "external", "wrong_size", "duplicate", "small", "garbled"])
+def test_odd_tensors_are_left_to_protobuf(case):
+    rng = np.random.default_rng(1)
+    w = _weights(rng)
+    t = numpy_helper.from_array(w, "w")
+    inits = [t, numpy_helper.from_array(np.zeros(512, np.float32), "b")]
+    if case == "float_data":
+        t.ClearField("raw_data")
+        t.float_data.extend(w.reshape(-1).tolist())
+    elif case == "external":
+        t.data_location = TensorProto.EXTERNAL
+    elif case == "wrong_size":
+        t.dims[0] = 511
+    elif case == "duplicate":
+        inits.append(numpy_helper.from_array(w * 2, "w"))
+    elif case == "small":
+        t = numpy_helper.from_array(w[:8], "w")
+        inits[0] = t
+    data = _model(inits).SerializeToString()
+    if case == "garbled":
+        data = data[:len(data) // 2]
+    rest, cut = split_weights(memoryview(data))
+    assert rest is None and cut == {}
+    assert MIN_BYTES > w[:8].nbytes
+
+
+def test_load_model_maps_weights(tmp_path):
+    rng = np.random.default_rng(2)
+    w = _weights(rng)
+    path = tmp_path / "m.onnx"
+    path.write_bytes(_model([numpy_helper.from_array(w, "w"),
+                             numpy_helper.from_array(np.ones(512, np.float32), "b")]).SerializeToString())
+    mapped = {}
+    load_model(str(path), mapped)
+    assert set(mapped) == {"w"} and not mapped["w"].flags.writeable
+    np.testing.assert_array_equal(mapped["w"], w)
+
+
+def test_conversion_identical_from_path_and_bytes(tmp_path):
+    """The path is parsed from a memory map with the weights cut out; bytes are parsed whole."""
+    rng = np.random.default_rng(3)
+    w, b = _weights(rng), rng.standard_normal(512).astype(np.float32)
+    data = _model([numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]).SerializeToString()
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data)
+    from_path = armnn_import.convert(str(path)).to_bytes()
+    assert from_path == armnn_import.convert(data).to_bytes()
+    net = armnn_import.convert(str(path)).network
+    fc = next(l for l in net.layers if l.type.name == "FullyConnected")
+    np.testing.assert_array_equal(fc.tensors["weights"].data.reshape(w.shape), w)
