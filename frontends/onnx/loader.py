@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections import Counter
 
+import numpy as np
 import onnx
 from onnx import TensorProto
 
@@ -36,6 +38,15 @@ def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:
     if externals and base is None:
         raise LoadError(f"tensor {externals[0].name!r} keeps its data in an external file; "
                         "give the model as a path so the file can be found beside it")
+    if externals and mapped is not None:
+        maps: dict[str, object] = {}  # one memory map per external data file
+        counts = Counter(t.name for t in model.graph.initializer)
+        for t in model.graph.initializer:
+            if t.data_location == TensorProto.EXTERNAL and counts[t.name] == 1:
+                arr = _map_external(t, base, maps)
+                if arr is not None:
+                    mapped[t.name] = arr
+        externals = [t for t in _all_tensors(model) if t.data_location == TensorProto.EXTERNAL]
     for t in externals:
         _load_external(t, base)
     if not model.HasField("graph"):
@@ -122,7 +133,46 @@ def _all_tensors(model: onnx.ModelProto):
                 graphs.extend(a.graphs)
 
 
+def _map_external(tensor: TensorProto, base: str, maps: dict):
+    """A large external initializer as a read-only array over a memory map of its
+    file (then marked as cut out, see wire.py), or None to read it the usual way."""
+    from .wire import DTYPES, MIN_BYTES
+    dtype = DTYPES.get(tensor.data_type)
+    if dtype is None:
+        return None
+    real, offset, length = _external_range(tensor, base)
+    dims = tuple(tensor.dims)
+    item = np.dtype(dtype).itemsize
+    if length < MIN_BYTES or any(d < 0 for d in dims) or int(np.prod(dims, dtype=object)) * item != length:
+        return None  # read in, so that to_array reports what is wrong
+    if real not in maps:
+        try:
+            with open(real, "rb") as f:
+                maps[real] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):
+            return None
+    arr = np.frombuffer(maps[real], dtype, length // item, offset).reshape(dims)
+    tensor.data_location = TensorProto.DEFAULT
+    del tensor.external_data[:]
+    return arr
+
+
 def _load_external(tensor: TensorProto, base: str) -> None:
+    real, offset, length = _external_range(tensor, base)
+    try:
+        with open(real, "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+    except OSError as e:
+        raise LoadError(f"tensor {tensor.name or '(unnamed)'!r}: cannot read "
+                        f"{os.path.basename(real)!r}: {e.strerror or e}") from None
+    tensor.raw_data = data
+    tensor.data_location = TensorProto.DEFAULT
+    del tensor.external_data[:]
+
+
+def _external_range(tensor: TensorProto, base: str) -> tuple[str, int, int]:
+    """(the data file's real path, offset, length), checked to stay inside the model's folder."""
     info = {e.key: e.value for e in tensor.external_data}
     name = tensor.name or "(unnamed)"
     loc = info.get("location", "")
@@ -151,12 +201,4 @@ def _load_external(tensor: TensorProto, base: str) -> None:
     if offset < 0 or length < 0 or offset + length > size:
         raise LoadError(f"tensor {name!r}: external data offset {offset} and length {length} "
                         f"run past the end of {loc!r} ({size} bytes)")
-    try:
-        with open(real, "rb") as f:
-            f.seek(offset)
-            data = f.read(length)
-    except OSError as e:
-        raise LoadError(f"tensor {name!r}: cannot read {loc!r}: {e.strerror or e}") from None
-    tensor.raw_data = data
-    tensor.data_location = TensorProto.DEFAULT
-    del tensor.external_data[:]
+    return real, offset, length

@@ -89,3 +89,22 @@ def test_conversion_identical_from_path_and_bytes(tmp_path):
     net = armnn_import.convert(str(path)).network
     fc = next(l for l in net.layers if l.type.name == "FullyConnected")
     np.testing.assert_array_equal(fc.tensors["weights"].data.reshape(w.shape), w)
+
+
+def test_external_data_is_mapped(tmp_path):
+    """Large external initializers are mapped from their file, not read in; the
+    conversion equals that of the same model with the weights inside."""
+    rng = np.random.default_rng(4)
+    w, b = _weights(rng), rng.standard_normal(512).astype(np.float32)
+    model = _model([numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    inline = model.SerializeToString()
+    path = tmp_path / "ext.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=1024)
+    mapped = {}
+    proto = load_model(str(path), mapped)
+    assert set(mapped) == {"w"} and not mapped["w"].flags.writeable
+    np.testing.assert_array_equal(mapped["w"], w)
+    t = {t.name: t for t in proto.graph.initializer}
+    assert t["b"].HasField("raw_data") and not t["w"].HasField("raw_data")  # b is small: read in
+    assert armnn_import.convert(str(path)).to_bytes() == armnn_import.convert(inline).to_bytes()
