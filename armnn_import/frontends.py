@@ -7,6 +7,7 @@ or tflite, so that detection and `--help` stay fast.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 from .errors import LoadError
@@ -19,10 +20,16 @@ _ONNX_MODEL_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20:
 
 
 def available_frontends() -> dict:
-    """Installed frontends: name -> importlib.metadata.EntryPoint (not loaded)."""
+    """Installed frontends: name -> importlib.metadata.EntryPoint (not loaded).
+    Looked up once per process: the lookup reads every installed package's metadata."""
+    return dict(_entry_points())
+
+
+@functools.lru_cache(maxsize=1)
+def _entry_points() -> tuple:
     from importlib.metadata import entry_points
 
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    return tuple((ep.name, ep) for ep in entry_points(group=GROUP))
 
 
 def _varint(buf: bytes, pos: int):

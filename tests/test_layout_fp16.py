@@ -13,6 +13,9 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 ONNX = sorted(glob.glob(os.path.join(ROOT, "onnx", "*.onnx")))
 TFLITE = sorted(glob.glob(os.path.join(ROOT, "tflite", "models", "*.float32.tflite")) +
                 glob.glob(os.path.join(ROOT, "tflite", "ops", "*.float32.tflite")))
+ALL = sorted(glob.glob(os.path.join(ROOT, "onnx", "*.onnx")) + glob.glob(os.path.join(ROOT, "onnx_quant", "*.onnx")) +
+             glob.glob(os.path.join(ROOT, "tflite", "*", "*.tflite")))
+OTHERS = [p for p in ALL if p not in ONNX + TFLITE]  # quantized, fp16-weight and dynamic-range models
 TO = {"nhwc": (0, 2, 3, 1), "nchw": (0, 3, 1, 2)}
 
 
@@ -94,3 +97,48 @@ def test_onnx_layout_permute_counts(path):
     assert len(nhwc) - len(keep) == len(nhwc_edge) - len([p for p in keep if p in nhwc_edge])
     assert len(nhwc) - len(keep) <= 2  # one per 4-D input and output
     assert len(io) == len(keep)
+
+
+def _random_inputs(result, seed=0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for layer in result.network.input_layers:
+        info = layer.outputs[0]
+        if info.dtype.name == "QuantisedAsymm8":
+            out.append(rng.integers(0, 256, info.shape).astype(np.uint8))
+        elif info.dtype.name == "Float16":
+            out.append(rng.standard_normal(info.shape).astype(np.float16))
+        else:
+            out.append(rng.standard_normal(info.shape).astype(info.dtype.np_dtype))
+    return out
+
+
+def _converts(path, **kw):
+    try:
+        return armnn_import.convert(path, **kw)
+    except armnn_import.UnsupportedModelError:
+        return None
+
+
+@pytest.mark.parametrize("path", OTHERS, ids=_id)
+def test_layout_quantized_models_match_keep(path, armnn_runner):
+    """The layout the source already has changes nothing (same bytes); the other one gives
+    the keep results after permuting inputs and outputs: exactly, for quantized outputs."""
+    target, same = ("nhwc", "nchw") if path.endswith(".onnx") else ("nchw", "nhwc")
+    keep = _converts(path)
+    if keep is None:  # refused whatever the layout (e.g. int8 EXP: float intermediates)
+        assert _converts(path, layout=target) is None
+        return
+    assert armnn_import.convert(path, layout=same).to_bytes() == keep.to_bytes()
+    other = armnn_import.convert(path, layout=target)
+    xs = _random_inputs(keep)
+    perm = TO[target]
+    back = tuple(int(i) for i in np.argsort(perm))
+    want = armnn_runner(keep.to_bytes(), xs)
+    got = armnn_runner(other.to_bytes(), [np.ascontiguousarray(x.transpose(perm)) if x.ndim == 4 else x for x in xs])
+    for g, w in zip(got, want):
+        g = g.transpose(back) if g.ndim == 4 else g
+        if w.dtype == np.uint8:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
