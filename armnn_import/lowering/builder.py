@@ -284,6 +284,7 @@ class NetBuilder:
         if isinstance(bias, ConstTensor):
             bias = bias.data.astype(np.float64) * bias.info.scale if bias.info.dtype == DataType.Signed32 \
                 else bias.data
+        # float: the shifts_to_additions pass makes this an Addition (CpuRef runs it faster)
         self.report.decomposition("convolution bias", "a BatchNormalization (mean 0, variance 1, gamma 1) "
                                   "after the convolution")
         return self.batchnorm(y, np.ones(w.shape[0]), np.asarray(bias, np.float32), 1, f"{name}_bias", quant=quant)

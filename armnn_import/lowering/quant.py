@@ -154,7 +154,7 @@ def _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides):
     return nb.permute(nb.reshape(y, (n, h, w, cout), f"{name}_nhwc"), (0, 3, 1, 2), f"{name}_to_nchw")
 
 
-def _bias_taps(bias, x, w_quant, taps: int, max_planes: int):
+def _bias_taps(bias, x, w_quant, taps: int, max_planes: int, allowed=lambda m: True):
     """How a constant input of m levels (q = offset + m) read by weights can add the bias:
     (m, the weights' levels above their zero point [cout, planes * taps], planes), or None.
     The smallest |m| is taken (m = 1 reproduces an int32 bias exactly) whose weight sums
@@ -164,7 +164,7 @@ def _bias_taps(bias, x, w_quant, taps: int, max_planes: int):
     up, down = 255 - wz, wz  # what one weight can add above / below its zero point
     ideal = bias / (np.float64(np.float32(xs)) * np.float64(np.float32(ws)))  # int32-bias units
     huge = 1 << 30
-    for m in sorted((m for m in range(-xoff, 256 - xoff) if m), key=lambda m: (abs(m), m < 0)):
+    for m in sorted((m for m in range(-xoff, 256 - xoff) if m and allowed(m)), key=lambda m: (abs(m), m < 0)):
         t = np.round(ideal / m).astype(np.int64)
         hi, lo = int(t.max(initial=0)), int(-t.min(initial=0))
         planes = max(-(-hi // (taps * up)) if up else (huge if hi else 0),
@@ -183,6 +183,8 @@ def _explicit_pad(nb, x, pads, name):
     from ..ir import descriptors as D
     from ..ir.types import LayerType
     pt, pl, pb, pr = pads
+    if x.info.offset == 0:  # Pad fills raw 0, the real 0 here; CpuRef runs it faster than SpaceToBatchNd
+        return nb.pad(x, [(0, 0), (0, 0), (pt, pb), (pl, pr)], f"{name}_pad")
     # SpaceToBatchNd with block 1 pads with the real value 0 (the zero point), as the convolution would
     return nb.add(LayerType.SpaceToBatchNd, f"{name}_pad", [x],
                   D.SpaceToBatchNdDescriptor((1, 1), (pt, pb, pl, pr), DataLayout.NCHW))
@@ -218,7 +220,9 @@ def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pad
     from ..ir import descriptors as D
     from ..ir.types import LayerType
     cout, _, kh, kw = w_oihw.shape
-    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4)
+    # the constant rows come from a Pad (raw 0, real -offset) plus m + offset levels (see below)
+    xoff = x.info.offset
+    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4, allowed=lambda m: 0 <= 2 * xoff + m <= 255)
     if found is None:
         return None
     m, levels, planes = found
@@ -229,16 +233,34 @@ def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pad
     for i in range(planes):
         w[:, 0, i + 1::r] = extra[:, i]
     x = _explicit_pad(nb, x, pads, name)
-    const = _constant_like(nb, x, m, f"{name}_const")
-    stack = nb.concat([x] + [const] * planes, 0, f"{name}_stack")
-    # batch item (row phase s) * N + n lands on row h * r + s
-    rows = nb.add(LayerType.BatchToSpaceNd, f"{name}_rows", [stack],
-                  D.BatchToSpaceNdDescriptor((r, 1), (0, 0, 0, 0), DataLayout.NCHW))
+    n, c, h, wd = x.info.shape
+    # [n, c, h, phase s, w] = [n, c, h * r, w]: x at phase 0, the constant (m levels) at the
+    # others. A Pad adds the phases (raw 0 = -offset levels) and an Addition of
+    # [0, m + offset, ...] per phase lifts them to m; both are exact. (CpuRef runs the
+    # alternatives, Merger, BatchToSpaceNd or BatchNormalization, far slower:
+    # benchmarks/layer_costs.py.)
+    flat = nb.reshape(x, (1, n * c * h, 1, wd), f"{name}_flat")
+    padded = nb.pad(flat, [(0, 0), (0, 0), (0, planes), (0, 0)], f"{name}_phases")
+    lift = _levels_constant(nb, padded, [0] + [m + xoff] * planes, (1, 1, r, 1), f"{name}_lift")
+    phases = nb.binary(LayerType.Addition, padded, lift, f"{name}_const", quant=(x.info.scale, xoff))
+    rows = nb.reshape(phases, (n, c, h * r, wd), f"{name}_rows")
     nb.report.decomposition("quantized depthwise convolution with bias", "rows holding a constant "
-                            "interleaved with the input's (BatchToSpaceNd), read by extra kernel rows whose "
-                            "weights sum to the bias (one rounding)")
+                            "(Pad and Addition) interleaved with the input's, read "
+                            "by extra kernel rows whose weights sum to the bias (one rounding)")
     return nb.conv2d(rows, w, None, name, strides=(r * strides[0], strides[1]), groups=x.info.shape[1],
                      quant=out_q, weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *w_quant))
+
+
+def _levels_constant(nb, x, levels, shape, name):
+    """`shape` (len(levels) elements), quantized like the 4-D x, holding levels[i] above x's
+    offset: a FullyConnected with zero weights (scale 1) and the levels as its int32 bias
+    (scale x's), reading one element of x."""
+    k = len(levels)
+    one = nb.reshape(nb.slice(x, [0] * 4, [1] * 4, [1] * 4, f"{name}_pick"), (1, 1), f"{name}_flat")
+    weights = ConstTensor(np.zeros((k, 1), np.uint8), TensorInfo((k, 1), DataType.QuantisedAsymm8, 1.0, 0))
+    bias = ConstTensor(np.asarray(levels, np.int32), TensorInfo((k,), DataType.Signed32, x.info.scale, 0))
+    fc = nb.fully_connected(one, weights, bias, name, quant=(x.info.scale, x.info.offset))
+    return nb.reshape(fc, shape, f"{name}_4d")
 
 
 def _grouped(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads, groups):

@@ -9,6 +9,7 @@ from ..report import Report
 from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .layout import sink_permutes
+from .shifts import shifts_to_additions
 
 PIPELINE = (
     ("fold_constants", fold_constants),
@@ -19,6 +20,7 @@ PIPELINE = (
     ("sink_permutes", sink_permutes),
     ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),
+    ("shifts_to_additions", shifts_to_additions),
     ("remove_dead_layers", remove_dead_layers),
 )
 

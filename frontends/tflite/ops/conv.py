@@ -117,9 +117,9 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
 
 
 @REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
-                   layers=("Convolution2d", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
-                           "FullyConnected", "Merger", "StridedSlice", "Activation"),
-                   notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as a BatchNormalization, "
+                   layers=("Convolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
+                           "FullyConnected", "Merger", "StridedSlice", "Activation", "Pad", "Reshape"),
+                   notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an Addition of a per-channel constant, "
                          "quantized bias inside the layer (FullyConnected for 1x1, constant input channels)")
 def conv_2d(ctx, op):
     o = op.options

@@ -1,0 +1,68 @@
+"""Per-channel shifts (a convolution's bias) as an Addition instead of a BatchNormalization.
+
+This format's convolutions carry no bias (NetBuilder.conv2d), so a bias is a
+BatchNormalization with scale 1 after the convolution, and the BatchNormalization
+passes fold a model's own normalization into the same layer. Arm NN 20.08's CpuRef
+runs BatchNormalization at about 110 ns an element, more than half the cost of a
+3x3 depthwise convolution, while an Addition with a broadcast [1, C, 1, 1]
+operand costs under 10 ns (benchmarks/layer_costs.py). So each pure shift becomes
+    x + bias,  bias = Reshape(FullyConnected(zero weights, the shift as its bias)(anchor))
+where the anchor is one element of a float network input clamped to 0 by
+BoundedReLu(0, 0), shared by every shift: the constant is the exact bias even when
+that input holds NaN or infinity, and the file has no Constant layer.
+The sums are the ones BatchNormalization computes (x * 1 + beta), bit for bit.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import descriptors as D
+from ..ir.graph import Graph, Layer, Port
+from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, LayerType
+from ..report import Report
+from .cleanup import _affine, _float_bn
+
+
+def _pure_shift(layer: Layer) -> np.ndarray | None:
+    """The per-channel shift of a float, 4-D, scale-1 BatchNormalization, or None."""
+    if not _float_bn(layer) or layer.outputs[0].rank != 4:
+        return None
+    a, b = _affine(layer)
+    return b if np.all(a == 1.0) else None
+
+
+def _anchor(graph: Graph) -> Port | None:
+    """[1, 1], always 0: one element of the first float input through BoundedReLu(0, 0)."""
+    src = next((l for l in graph.input_layers if l.outputs[0].dtype == DataType.Float32), None)
+    if src is None:
+        return None
+    r = src.outputs[0].rank
+    pick = graph.add(LayerType.StridedSlice, "bias_anchor_pick", [src.out()],
+                     D.StridedSliceDescriptor(begin=(0,) * r, end=(1,) * r, stride=(1,) * r))
+    flat = graph.add(LayerType.Reshape, "bias_anchor_flat", [pick.out()], D.ReshapeDescriptor((1, 1)))
+    zero = graph.add(LayerType.Activation, "bias_anchor", [flat.out()],
+                     D.ActivationDescriptor(ActivationFunction.BoundedReLu, 0.0, 0.0))
+    return zero.out()
+
+
+def shifts_to_additions(graph: Graph, report: Report) -> int:
+    shifts = [(l, b) for l in graph.layers if (b := _pure_shift(l)) is not None]
+    if not shifts:
+        return 0
+    anchor = _anchor(graph)
+    if anchor is None:
+        return 0
+    for bn, b in shifts:
+        c, x, name = b.size, bn.inputs[0], bn.name
+        shape = (1, c, 1, 1) if bn.desc.data_layout == DataLayout.NCHW else (1, 1, 1, c)
+        graph.remove([bn])
+        fc = graph.add(LayerType.FullyConnected, f"{name}_shift", [anchor], D.FullyConnectedDescriptor(True, False),
+                       tensors={"weights": ConstTensor(np.zeros((1, c), np.float32)),
+                                "biases": ConstTensor(b.astype(np.float32))})
+        k = graph.add(LayerType.Reshape, f"{name}_shift_4d", [fc.out()], D.ReshapeDescriptor(shape))
+        add = graph.add(LayerType.Addition, name, [x, k.out()])
+        graph.replace_uses(bn.out(), add.out())
+    report.decomposition("per-channel shift (convolution bias)", "Addition of a [1, C, 1, 1] constant "
+                         "(FullyConnected with zero weights) instead of a BatchNormalization, which "
+                         "Arm NN's CpuRef runs about 10x slower")
+    return len(shifts)

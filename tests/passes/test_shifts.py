@@ -1,0 +1,53 @@
+"""shifts_to_additions: a convolution's bias (a scale-1 BatchNormalization) becomes an
+Addition of a generated [1, C, 1, 1] constant. On the real runtime the result equals
+onnxruntime's, NaN and infinity in the input included (the constant is built from an
+input element clamped to 0, so it stays exact)."""
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+import armnn_import
+from armnn_import.ir.types import LayerType
+
+
+def _conv_model(rng):
+    w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 10, 12])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 10, 12])
+    node = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])
+    g = helper.make_graph([node], "g", [x], [y], [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+def test_bias_is_an_addition_and_exact_with_nan_and_inf_inputs(armnn_runner):
+    rng = np.random.default_rng(0)
+    data = _conv_model(rng)
+    result = armnn_import.convert(data)
+    kinds = result.network.summary()
+    assert kinds.get("BatchNormalization", 0) == 0 and kinds["Addition"] == 1 and "Constant" not in kinds
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    for special in (None, np.nan, np.inf, -np.inf):
+        x = rng.standard_normal((1, 3, 10, 12)).astype(np.float32)
+        if special is not None:
+            x[0, 0, 0, 0] = special  # the element the bias constant is built from
+            x[0, 2, 5, 6] = special
+        want = sess.run(None, {"x": x})[0]
+        got = armnn_runner(result.to_bytes(), [x])[0].reshape(want.shape)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, equal_nan=True)
+        finite = np.isfinite(want)
+        assert finite.sum() > want.size // 2  # the constant did not poison the whole output
+
+
+def test_quantized_and_input_less_networks_keep_batchnorm():
+    """Without a float input to build the constant from (a uint8 network), shifts stay."""
+    from armnn_import.ir.types import DataType, TensorInfo
+    from armnn_import.lowering import NetBuilder
+    from armnn_import.passes import run_pipeline
+
+    nb = NetBuilder()
+    x = nb.g.add_input("x", TensorInfo((1, 4, 3, 3), DataType.QuantisedAsymm8, 0.1, 10))
+    nb.g.add_output("y", nb.batchnorm(x, np.ones(4), np.arange(4) * 0.1, 1, "bn", quant=(0.1, 10)))
+    run_pipeline(nb.g)
+    assert [l.type for l in nb.g.layers].count(LayerType.BatchNormalization) == 1
