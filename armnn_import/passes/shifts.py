@@ -6,10 +6,11 @@ passes fold a model's own normalization into the same layer. Arm NN 20.08's CpuR
 runs BatchNormalization at about 110 ns an element, more than half the cost of a
 3x3 depthwise convolution, while an Addition with a broadcast [1, C, 1, 1]
 operand costs under 10 ns (benchmarks/layer_costs.py). So each pure shift becomes
-    x + bias,  bias = Reshape(FullyConnected(zero weights, the shift as its bias)(anchor))
-where the anchor is one element of a float network input clamped to 0 by
-BoundedReLu(0, 0), shared by every shift: the constant is the exact bias even when
-that input holds NaN or infinity, and the file has no Constant layer.
+    x + StridedSlice(all shifts)
+where all the network's shifts are made once, side by side, by a FullyConnected with
+zero weights and the shifts as its bias, fed by one element of a float network input
+clamped to 0 by BoundedReLu(0, 0): the constants are exact even when that input holds
+NaN or infinity, and the file has no Constant layer.
 The sums are the ones BatchNormalization computes (x * 1 + beta), bit for bit.
 """
 from __future__ import annotations
@@ -52,16 +53,30 @@ def shifts_to_additions(graph: Graph, report: Report) -> int:
     anchor = _anchor(graph)
     if anchor is None:
         return 0
+    # one FullyConnected makes every shift, side by side on the channel axis of a 4-D
+    # tensor per layout; each Addition reads its channels through a StridedSlice
+    total = sum(b.size for _, b in shifts)
+    values = np.concatenate([b for _, b in shifts]).astype(np.float32)
+    fc = graph.add(LayerType.FullyConnected, "bias_shifts", [anchor], D.FullyConnectedDescriptor(True, False),
+                   tensors={"weights": ConstTensor(np.zeros((1, total), np.float32)), "biases": ConstTensor(values)})
+    tables = {}
+    start = 0
     for bn, b in shifts:
-        c, x, name = b.size, bn.inputs[0], bn.name
-        shape = (1, c, 1, 1) if bn.desc.data_layout == DataLayout.NCHW else (1, 1, 1, c)
+        c, x, name, layout = b.size, bn.inputs[0], bn.name, bn.desc.data_layout
+        axis = 1 if layout == DataLayout.NCHW else 3
+        if layout not in tables:
+            shape = [1, 1, 1, 1]
+            shape[axis] = total
+            tables[layout] = graph.add(LayerType.Reshape, f"bias_shifts_{layout.name.lower()}", [fc.out()],
+                                       D.ReshapeDescriptor(tuple(shape))).out()
+        begin, end = [0, 0, 0, 0], [1, 1, 1, 1]
+        begin[axis], end[axis] = start, start + c
         graph.remove([bn])
-        fc = graph.add(LayerType.FullyConnected, f"{name}_shift", [anchor], D.FullyConnectedDescriptor(True, False),
-                       tensors={"weights": ConstTensor(np.zeros((1, c), np.float32)),
-                                "biases": ConstTensor(b.astype(np.float32))})
-        k = graph.add(LayerType.Reshape, f"{name}_shift_4d", [fc.out()], D.ReshapeDescriptor(shape))
+        k = graph.add(LayerType.StridedSlice, f"{name}_shift", [tables[layout]],
+                      D.StridedSliceDescriptor(begin=tuple(begin), end=tuple(end), stride=(1, 1, 1, 1)))
         add = graph.add(LayerType.Addition, name, [x, k.out()])
         graph.replace_uses(bn.out(), add.out())
+        start += c
     report.decomposition("per-channel shift (convolution bias)", "Addition of a [1, C, 1, 1] constant "
                          "(FullyConnected with zero weights) instead of a BatchNormalization, which "
                          "Arm NN's CpuRef runs about 10x slower")
