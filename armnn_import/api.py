@@ -25,6 +25,15 @@ class ConversionResult:
                 self._buffer = write_buffer(self.network).toreadonly()
         return self._buffer
 
+    def chunks(self):
+        """(size, an iterator of the file's bytes in consecutive chunks), for writing a
+        file: large weights come straight from their arrays (see serialize.write_chunks)."""
+        if self._buffer is not None:
+            return len(self._buffer), iter([self._buffer])
+        from .serialize.writer import write_chunks
+        with self.report.phase("write"):
+            return write_chunks(self.network)
+
     def to_bytes(self) -> bytes:
         """The .armnn file's bytes (a copy of buffer())."""
         return bytes(self.buffer())
@@ -32,7 +41,7 @@ class ConversionResult:
     def save(self, path) -> None:
         """Write atomically: a temporary file in the target folder, then rename."""
         from .output import write_atomic
-        data = self.buffer()
+        _, data = self.chunks()
         with self.report.phase("write"):
             write_atomic(path, data)
 

@@ -253,7 +253,8 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
                          report=report)
-        data = result.buffer()
+        # --verify needs the bytes in memory; otherwise large weights go from the model to the file
+        size, data = (len(result.buffer()), [result.buffer()]) if args.verify else result.chunks()
         folder = os.path.dirname(out_path)
         if folder and not os.path.isdir(folder):
             from .errors import OutputError
@@ -264,20 +265,20 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
         with report.phase("write"):
             write_atomic(out_path, data, inputs=[model])
         g = result.network
-        outcome.status, outcome.layers, outcome.size = "ok", len(g.layers), len(data)
-        outcome.extra["output"] = {"path": out_path, "bytes": len(data), "layers": len(g.layers)}
+        outcome.status, outcome.layers, outcome.size = "ok", len(g.layers), size
+        outcome.extra["output"] = {"path": out_path, "bytes": size, "layers": len(g.layers)}
         if args.verify:
             from .verify_cmd import verify
             outcome.status = "verify failed"  # until it passes
             with report.phase("verify"):
-                check = verify(model, bytes(data), report=report, **_verify_kwargs(args))
+                check = verify(model, result.to_bytes(), report=report, **_verify_kwargs(args))
     finally:
         if bar is not None:
             bar.close()
     for w in report.warnings:
         out.warning(f"{model}: {w}")
     out.info(f"{model} -> {out_path} ({len(g.layers)} layers, "
-             f"{sum(l.param_count() for l in g.layers):,} parameters, {len(data):,} bytes)")
+             f"{sum(l.param_count() for l in g.layers):,} parameters, {size:,} bytes)")
     if args.report and not out.quiet:
         from .report import format_summary
         print(format_summary(report, layers=len(g.layers)), file=sys.stderr, flush=True)

@@ -293,10 +293,11 @@ _SLOW_CLI = textwrap.dedent("""
     real = out.write_atomic
     def slow(path, data, **kw):
         def chunks():
-            yield data[:64]
-            sys.stdout.write("writing\\n"); sys.stdout.flush()
-            time.sleep(60)
-            yield data[64:]
+            for i, chunk in enumerate(out._chunks(data)):
+                yield chunk
+                if i == 0:
+                    sys.stdout.write("writing\\n"); sys.stdout.flush()
+                    time.sleep(60)
         return real(path, chunks(), **kw)
     out.write_atomic = slow
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import mmap
 import struct
+from typing import Iterator
 
 import flatbuffers
 import numpy as np
@@ -35,10 +36,13 @@ class _Builder(flatbuffers.Builder):
     buffer starts as untouched zero pages (numpy's calloc) instead of a
     bytearray that is zero-filled first."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, defer_min: int | None = None):
         super().__init__(0)
         self.Bytes = memoryview(np.zeros(size, np.uint8)).cast("B")
         self.head = size
+        # vectors of at least defer_min bytes get their space but are not copied in:
+        # (position in Bytes, array), for write_chunks to write from the array itself
+        self.defer_min, self.deferred = defer_min, []
 
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
@@ -46,9 +50,12 @@ class _Builder(flatbuffers.Builder):
             x = x.astype(x.dtype.newbyteorder("<"))
         self.StartVector(x.itemsize, x.size, x.dtype.alignment)
         self.head = self.head - x.nbytes
-        dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
-        dst.reshape(x.shape)[...] = x
-        _release_mapped(x)
+        if self.defer_min is not None and x.nbytes >= self.defer_min:
+            self.deferred.append((self.head, x))
+        else:
+            dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
+            dst.reshape(x.shape)[...] = x
+            _release_mapped(x)
         self.vectorNumElems = x.size
         return self.EndVector()
 
@@ -196,12 +203,38 @@ def write(graph: Graph) -> bytes:
 
 def write_buffer(graph: Graph) -> memoryview:
     """Like write(), but a view of the builder's buffer (no final copy)."""
+    b = _build(graph)
+    return memoryview(b.Bytes)[b.Head():]
+
+
+def write_chunks(graph: Graph, defer_min: int = 1 << 20) -> tuple[int, Iterator[memoryview]]:
+    """The file's size, and its bytes as consecutive chunks: the builder's buffer between
+    the large constants, and each large constant straight from its own array (from the
+    memory-mapped model, transposed first if it is a strided view). The same bytes as
+    write(), without holding the weights a second time or copying them into the buffer."""
+    b = _build(graph, defer_min)
+    buf, head = memoryview(b.Bytes), b.Head()
+
+    def chunks():
+        pos = head
+        for start, x in sorted(b.deferred, key=lambda d: d[0]):
+            if start > pos:
+                yield buf[pos:start]
+            yield memoryview(np.ascontiguousarray(x).reshape(-1).view(np.uint8))
+            _release_mapped(x)  # once written (the consumer asked for the next chunk)
+            pos = start + x.nbytes
+        yield buf[pos:]
+
+    return len(buf) - head, chunks()
+
+
+def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
     weight_bytes = sum(t.stored.nbytes for l in graph.layers for t in l.tensors.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
             f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "
             "hint: use --fp16 or a quantized model")
-    b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers))
+    b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers), defer_min)
     b.ForceDefaults(True)
     positions = {id(l): i for i, l in enumerate(graph.layers)}
     layers = []
@@ -219,4 +252,4 @@ def write_buffer(graph: Graph) -> memoryview:
     fb.SerializedGraphAddOutputIds(b, output_ids)
     root = fb.SerializedGraphEnd(b)
     b.Finish(root, file_identifier=FILE_IDENTIFIER)
-    return memoryview(b.Bytes)[b.Head():]
+    return b
