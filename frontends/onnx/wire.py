@@ -22,6 +22,9 @@ VARINT, I64, LEN, I32 = 0, 1, 2, 5
 DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 10: "<f2", 11: "<f8",
           12: "<u4", 13: "<u8"}
 MIN_BYTES = 1 << 16
+# Far more fields than a ModelProto or an initializer's TensorProto holds (dims unpacked,
+# repeated data packed); past them the bytes are left to protobuf.
+MODEL_FIELDS, TENSOR_FIELDS = 10_000, 100_000
 
 
 def _varint(buf, pos: int, end: int) -> tuple[int, int]:
@@ -46,9 +49,14 @@ def _encode_varint(v: int) -> bytes:
             return bytes(out)
 
 
-def _fields(buf, pos: int, end: int):
-    """(field number, wire type, field start, value start, field end) of each field in buf[pos:end]."""
+def _fields(buf, pos: int, end: int, most: int | None = None):
+    """(field number, wire type, field start, value start, field end) of each field in
+    buf[pos:end]; ValueError after `most` fields (garbage is not walked byte by byte in Python)."""
+    count = 0
     while pos < end:
+        count += 1
+        if most is not None and count > most:
+            raise ValueError("more fields than such a message has")
         start = pos
         key, pos = _varint(buf, pos, end)
         field, wire = key >> 3, key & 7
@@ -78,7 +86,7 @@ def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES):
     found: dict[str, tuple] = {}
     try:
         pieces = []
-        for field, wire, start, value, end in _fields(buf, 0, len(buf)):
+        for field, wire, start, value, end in _fields(buf, 0, len(buf), MODEL_FIELDS):
             if field == MODEL_GRAPH and wire == LEN:
                 graph = _graph(buf, value, end, min_bytes, found)
                 pieces += [_encode_varint(field << 3 | LEN), _encode_varint(len(graph)), graph]
@@ -106,7 +114,7 @@ def _graph(buf, pos: int, end: int, min_bytes: int, found: dict) -> bytes:
 def _tensor(buf, pos: int, end: int, min_bytes: int, found: dict, seen: set) -> bytes | None:
     """The TensorProto's bytes without its raw_data when that is cut out, else None."""
     dims, dtype, name, raw, other = [], None, None, None, False
-    for field, wire, start, value, stop in _fields(buf, pos, end):
+    for field, wire, start, value, stop in _fields(buf, pos, end, TENSOR_FIELDS):
         if field == T_DIMS and wire == VARINT:
             dims.append(_varint(buf, value, stop)[0])
         elif field == T_DIMS and wire == LEN:

@@ -108,3 +108,16 @@ def test_external_data_is_mapped(tmp_path):
     t = {t.name: t for t in proto.graph.initializer}
     assert t["b"].HasField("raw_data") and not t["w"].HasField("raw_data")  # b is small: read in
     assert armnn_import.convert(str(path)).to_bytes() == armnn_import.convert(inline).to_bytes()
+
+
+def test_garbage_is_not_walked_field_by_field(monkeypatch):
+    """Bytes that parse as endless tiny fields are given up on after MODEL_FIELDS fields
+    and left to protobuf (not walked byte by byte in Python)."""
+    from frontends.onnx import wire
+
+    calls = []
+    real = wire._varint
+    monkeypatch.setattr(wire, "_varint", lambda *a: calls.append(1) or real(*a))
+    data = bytes([0x08, 0x01]) * 2_000_000  # 2M varint fields of field 1 (ir_version)
+    assert split_weights(memoryview(data)) == (None, {})
+    assert len(calls) <= 2 * wire.MODEL_FIELDS + 2
