@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import ConstTensor, DataLayout, DataType, TensorInfo
+from ..ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
 from ..report import Report
 
 # Warn when a requantized weight is off by more than this fraction of its channel's range.
@@ -154,7 +154,7 @@ def _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides):
     return nb.permute(nb.reshape(y, (n, h, w, cout), f"{name}_nhwc"), (0, 3, 1, 2), f"{name}_to_nchw")
 
 
-def _bias_taps(bias, x, w_quant, taps: int, max_planes: int, allowed=lambda m: True):
+def _bias_taps(bias, x, w_quant, taps: int, max_planes: int):
     """How a constant input of m levels (q = offset + m) read by weights can add the bias:
     (m, the weights' levels above their zero point [cout, planes * taps], planes), or None.
     The smallest |m| is taken (m = 1 reproduces an int32 bias exactly) whose weight sums
@@ -164,7 +164,7 @@ def _bias_taps(bias, x, w_quant, taps: int, max_planes: int, allowed=lambda m: T
     up, down = 255 - wz, wz  # what one weight can add above / below its zero point
     ideal = bias / (np.float64(np.float32(xs)) * np.float64(np.float32(ws)))  # int32-bias units
     huge = 1 << 30
-    for m in sorted((m for m in range(-xoff, 256 - xoff) if m and allowed(m)), key=lambda m: (abs(m), m < 0)):
+    for m in sorted((m for m in range(-xoff, 256 - xoff) if m), key=lambda m: (abs(m), m < 0)):
         t = np.round(ideal / m).astype(np.int64)
         hi, lo = int(t.max(initial=0)), int(-t.min(initial=0))
         planes = max(-(-hi // (taps * up)) if up else (huge if hi else 0),
@@ -181,7 +181,6 @@ def _explicit_pad(nb, x, pads, name):
     if not any(pads):
         return x
     from ..ir import descriptors as D
-    from ..ir.types import LayerType
     pt, pl, pb, pr = pads
     if x.info.offset == 0:  # Pad fills raw 0, the real 0 here; CpuRef runs it faster than SpaceToBatchNd
         return nb.pad(x, [(0, 0), (0, 0), (pt, pb), (pl, pr)], f"{name}_pad")
@@ -190,14 +189,9 @@ def _explicit_pad(nb, x, pads, name):
                   D.SpaceToBatchNdDescriptor((1, 1), (pt, pb, pl, pr), DataLayout.NCHW))
 
 
-def _constant_like(nb, x, m, name):
-    """x's shape and quantization, every element m levels above the zero point."""
-    return nb.linear(x, 0.0, float(np.float32(m * np.float32(x.info.scale))), name,
-                     quant=(x.info.scale, x.info.offset))
-
-
 def _bias_channel_conv(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads):
     cout, cin, kh, kw = w_oihw.shape
+    xoff = x.info.offset
     found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES)
     if found is None:
         return None
@@ -205,24 +199,23 @@ def _bias_channel_conv(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads)
     extra = (levels + w_quant[1]).astype(np.uint8).reshape(cout, planes, kh, kw)
     w = np.concatenate([w_oihw, extra], axis=1)
     x = _explicit_pad(nb, x, pads, name)
-    n, _, h, wd = x.info.shape
-    const = _constant_like(nb, nb.slice(x, [0, 0, 0, 0], [n, 1, h, wd], [1, 1, 1, 1], f"{name}_plane"), m,
-                           f"{name}_const")
-    xc = nb.concat([x] + [const] * planes, 1, f"{name}_with_const")
-    nb.report.decomposition("quantized convolution with bias", "extra input channels holding a constant, "
-                            "whose weights sum to the bias (one rounding); padding made explicit by "
-                            "SpaceToBatchNd")
+    # the constant channels: a Pad adds them (raw 0 = -offset levels) and an Addition of
+    # [0, ..., 0, m + offset, ...] lifts them to m (CpuRef runs a Merger far slower)
+    padded = nb.pad(x, [(0, 0), (0, planes), (0, 0), (0, 0)], f"{name}_planes")
+    lift = _levels_constant(nb, padded, [0] * cin + [m + xoff] * planes, (1, cin + planes, 1, 1), f"{name}_lift")
+    xc = nb.binary(LayerType.Addition, padded, lift, f"{name}_with_const", quant=(x.info.scale, xoff))
+    nb.report.decomposition("quantized convolution with bias", "extra input channels holding a constant "
+                            "(Pad and Addition), whose weights sum to the bias (one rounding); padding "
+                            "made explicit first")
     return nb.conv2d(xc, w, None, name, strides=strides, quant=out_q,
                      weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *w_quant))
 
 
 def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads):
-    from ..ir import descriptors as D
-    from ..ir.types import LayerType
     cout, _, kh, kw = w_oihw.shape
     # the constant rows come from a Pad (raw 0, real -offset) plus m + offset levels (see below)
     xoff = x.info.offset
-    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4, allowed=lambda m: 0 <= 2 * xoff + m <= 255)
+    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4)
     if found is None:
         return None
     m, levels, planes = found
@@ -252,14 +245,14 @@ def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pad
 
 
 def _levels_constant(nb, x, levels, shape, name):
-    """`shape` (len(levels) elements), quantized like the 4-D x, holding levels[i] above x's
-    offset: a FullyConnected with zero weights (scale 1) and the levels as its int32 bias
-    (scale x's), reading one element of x."""
+    """`shape` (len(levels) elements) holding levels[i] * x's scale, quantized with x's
+    scale and offset 0 (every level from 0 to 255 fits): a FullyConnected with zero
+    weights (scale 1) and the levels as its int32 bias, reading one element of x."""
     k = len(levels)
     one = nb.reshape(nb.slice(x, [0] * 4, [1] * 4, [1] * 4, f"{name}_pick"), (1, 1), f"{name}_flat")
     weights = ConstTensor(np.zeros((k, 1), np.uint8), TensorInfo((k, 1), DataType.QuantisedAsymm8, 1.0, 0))
     bias = ConstTensor(np.asarray(levels, np.int32), TensorInfo((k,), DataType.Signed32, x.info.scale, 0))
-    fc = nb.fully_connected(one, weights, bias, name, quant=(x.info.scale, x.info.offset))
+    fc = nb.fully_connected(one, weights, bias, name, quant=(x.info.scale, 0))
     return nb.reshape(fc, shape, f"{name}_4d")
 
 
