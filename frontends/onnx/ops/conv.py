@@ -97,7 +97,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     return w
 
 
-@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d"),
+@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)

@@ -112,9 +112,9 @@ def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
     return _back(ctx, y, nd, node)
 
 
-@register("QLinearConv", since=10, layers=("Convolution2d", "DepthwiseConvolution2d", "FullyConnected", "Merger",
-                                          "SpaceToBatchNd", "BatchToSpaceNd", "StridedSlice", "Activation",
-                                          "BatchNormalization"),
+@register("QLinearConv", since=10, layers=("Convolution2d", "DepthwiseConvolution2d", "FullyConnected", "Permute",
+                                          "Reshape", "Pad", "Addition", "StridedSlice", "SpaceToBatchNd",
+                                          "BatchToSpaceNd", "Merger", "BatchNormalization"),
           check=all_checks(needs_const(1, 2, 3, 4, 5, 6, 7, 8, what="weights/parameters"), _spatial_rank_check),
           notes="per-channel weights requantized per tensor (reported); the bias inside the layer "
                 "(FullyConnected for 1x1, extra constant input channels or rows), else a BatchNormalization")

@@ -118,7 +118,7 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
 
 @REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
                    layers=("Convolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
-                           "FullyConnected", "Merger", "StridedSlice", "Activation", "Pad", "Reshape"),
+                           "FullyConnected", "Permute", "Reshape", "Pad", "StridedSlice", "Merger", "Activation"),
                    notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an Addition of a per-channel constant, "
                          "quantized bias inside the layer (FullyConnected for 1x1, constant input channels)")
 def conv_2d(ctx, op):
@@ -142,10 +142,11 @@ def conv_2d(ctx, op):
 
 
 @REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
-                   layers=("DepthwiseConvolution2d", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
-                           "Merger", "Activation"),
-                   notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; quantized bias "
-                         "inside the layer (rows of a constant read by extra kernel rows)")
+                   layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
+                           "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation"),
+                   notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an "
+                         "Addition of a per-channel constant; quantized bias inside the layer (rows of a "
+                         "constant, from a Pad and an Addition, read by extra kernel rows)")
 def depthwise_conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
