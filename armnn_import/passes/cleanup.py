@@ -32,8 +32,9 @@ def _is_identity(layer: Layer) -> bool:
         return False
     if t in (LayerType.Reshape, LayerType.Pad):
         return True  # same TensorInfo in and out
-    if t == LayerType.Permute:
-        return list(d.dim_mappings) == sorted(d.dim_mappings)
+    if t == LayerType.Permute:  # (same shape in and out, checked above: with at most one
+        # dimension over 1, any order of the axes keeps the elements in place)
+        return list(d.dim_mappings) == sorted(d.dim_mappings) or sum(n > 1 for n in layer.outputs[0].shape) <= 1
     if t == LayerType.StridedSlice:
         return all(s == 1 for s in d.stride) and not d.shrink_axis_mask
     if t == LayerType.Merger:

@@ -68,8 +68,8 @@ def _release_mapped(x: np.ndarray) -> None:
     base = x
     while isinstance(base, (np.ndarray, memoryview)):
         base = base.base if isinstance(base, np.ndarray) else base.obj
-    if not isinstance(base, mmap.mmap) or x.nbytes < _RELEASE_MIN_BYTES:
-        return
+    if not isinstance(base, mmap.mmap) or x.nbytes < _RELEASE_MIN_BYTES or not hasattr(base, "madvise"):
+        return  # (no madvise on Windows: the pages just stay)
     start = x.__array_interface__["data"][0] - np.frombuffer(base, np.uint8).__array_interface__["data"][0]
     lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside x only
     hi = (start + x.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
