@@ -5,7 +5,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import ArmnnImportError, ConversionError, LoadError
-from .frontend import LAYOUTS, ConvertOptions
+from .frontend import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
 from .report import Report
 
@@ -82,12 +82,18 @@ def _pick_frontend(model):
 
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
-            report: Report | None = None) -> ConversionResult:
+            conv_bias: str = "add", report: Report | None = None) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
-    tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses."""
+    tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
+
+    conv_bias: how a float convolution's bias is written, since this format's convolution
+    carries none: "add" (an Addition, fastest on Arm NN 20.08) or "batchnorm" (a
+    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution)."""
     if layout not in LAYOUTS:
         raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-    options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize)
+    if conv_bias not in CONV_BIAS:
+        raise ConversionError(f"conv_bias must be one of {', '.join(CONV_BIAS)}, not {conv_bias!r}")
+    options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias)
     report = report or Report()
     if isinstance(model, (str, os.PathLike)):
         report.source = os.fspath(model)
@@ -99,13 +105,13 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             graph = fe.convert(model, options, report)
         from .limits import check_network
         check_network(graph)  # before constant folding allocates what the frontend only declared
-        from .passes import run_pipeline
+        from .passes import pipeline, run_pipeline
         from .passes.convert import TO_NCHW, TO_NHWC, set_io_layout, to_float16
         with report.phase("passes"):
             target = _io_layout(fe, options)
             if target is not None and target != _FORMAT_LAYOUT.get(fe.name):
                 set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
-            run_pipeline(graph, report)
+            run_pipeline(graph, report, passes=pipeline(conv_bias))
             if options.fp16:
                 to_float16(graph, report)
         from .ir.compat import runtime_problems

@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the model's input and output layout when changing --layout")
     c.add_argument("--fp16", action="store_true", help="store float weights and tensors as Float16")
     c.add_argument("--dequantize", action="store_true", help="convert a quantized model to an all-float network")
+    c.add_argument("--conv-bias", choices=("add", "batchnorm"), default="add",
+                   help="how a float convolution's bias is written (this format's convolution has none): "
+                        "'add' an Addition, fastest on Arm NN 20.08 (default); 'batchnorm' a "
+                        "BatchNormalization, which Arm NN 20.11 and later fuse into the convolution")
     c.add_argument("--report", metavar="REPORT.json",
                    help="write the conversion report as JSON (a list with several models) and print "
                         "a short summary on stderr")
@@ -252,6 +256,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
     try:
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
+                         conv_bias=args.conv_bias,
                          report=report)
         # --verify needs the bytes in memory; otherwise large weights go from the model to the file
         size, data = (len(result.buffer()), [result.buffer()]) if args.verify else result.chunks()

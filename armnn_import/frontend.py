@@ -11,6 +11,7 @@ from .registry import OpRegistry
 from .report import Report
 
 LAYOUTS = ("keep", "nhwc", "nchw")
+CONV_BIAS = ("add", "batchnorm")  # how a float convolution's bias is written (see passes/shifts.py)
 
 
 @dataclass
@@ -20,6 +21,7 @@ class ConvertOptions:
     keep_io_layout: bool = False
     fp16: bool = False
     dequantize: bool = False      # convert quantized models to an all-float network
+    conv_bias: str = "add"        # add | batchnorm
 
 
 class Frontend(Protocol):

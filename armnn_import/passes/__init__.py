@@ -25,6 +25,11 @@ PIPELINE = (
 )
 
 
+def pipeline(conv_bias: str = "add") -> tuple:
+    """The passes for the given ConvertOptions.conv_bias ("batchnorm" keeps the shifts)."""
+    return PIPELINE if conv_bias == "add" else tuple(p for p in PIPELINE if p[0] != "shifts_to_additions")
+
+
 def run_pipeline(graph: Graph, report: Report | None = None, passes=PIPELINE) -> Graph:
     from ..ir.verify import verify
 

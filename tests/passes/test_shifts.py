@@ -51,3 +51,29 @@ def test_quantized_and_input_less_networks_keep_batchnorm():
     nb.g.add_output("y", nb.batchnorm(x, np.ones(4), np.arange(4) * 0.1, 1, "bn", quant=(0.1, 10)))
     run_pipeline(nb.g)
     assert [l.type for l in nb.g.layers].count(LayerType.BatchNormalization) == 1
+
+
+def test_conv_bias_batchnorm_option_keeps_batchnorms_with_the_same_results(armnn_runner, tmp_path):
+    """conv_bias="batchnorm" (CLI --conv-bias batchnorm) writes each bias as a BatchNormalization,
+    which Arm NN 20.11+ fuses into the convolution; the numbers are the same bit for bit."""
+    import os
+    import subprocess
+    import sys
+
+    from armnn_import.serialize import read
+
+    model = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                         "test_models", "onnx", "resnet_small.onnx")
+    add, bn = armnn_import.convert(model), armnn_import.convert(model, conv_bias="batchnorm")
+    convs = add.network.summary()["Convolution2d"]
+    assert bn.network.summary().get("BatchNormalization") == convs and add.network.summary().get(
+        "BatchNormalization", 0) == 0
+    x = np.random.default_rng(1).standard_normal(add.network.input_layers[0].outputs[0].shape).astype(np.float32)
+    np.testing.assert_array_equal(armnn_runner(bn.to_bytes(), [x])[0], armnn_runner(add.to_bytes(), [x])[0])
+    out = tmp_path / "bn.armnn"
+    subprocess.run([sys.executable, "-m", "armnn_import", model, "-o", str(out), "-q", "--conv-bias", "batchnorm"],
+                   check=True)
+    assert read(out.read_bytes()).summary().get("BatchNormalization") == convs
+    import pytest
+    with pytest.raises(armnn_import.ConversionError):
+        armnn_import.convert(model, conv_bias="fused")
