@@ -1,8 +1,9 @@
 """Quantization helpers shared by the frontends. Arm NN's format has one 8-bit
 type, QuantisedAsymm8 (uint8, one scale and offset per tensor): per-channel
 weights are requantized per tensor (the error reported), and a quantized
-convolution's bias is a BatchNormalization after it (the format's convolution
-carries no bias, see NetBuilder.conv2d)."""
+convolution's bias, which the format's convolution cannot carry (see
+NetBuilder.conv2d), is added inside it by extra taps reading a constant
+(quant_conv2d_nchw), so that the output is rounded once."""
 from __future__ import annotations
 
 import numpy as np
@@ -115,9 +116,9 @@ def quant_conv2d_nchw(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bia
       channels, strided by a StridedSlice first;
     - another ungrouped convolution gets extra input channels holding a constant
       (its zero padding made explicit first, so that the constant is everywhere)
-      whose weights sum to the bias;
+      whose weights sum to the bias; Pad + Addition build them;
     - a depthwise convolution gets rows holding the constant interleaved with the
-      input's rows (BatchToSpaceNd), read by extra kernel rows;
+      input's rows (Reshape + Pad + Addition + Reshape), read by extra kernel rows;
     - a grouped convolution is one such convolution per group, joined by a Merger;
     - else (dilated, or a bias too large) quant_conv2d's intermediate quantization
       and BatchNormalization."""
