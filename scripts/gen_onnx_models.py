@@ -13,7 +13,6 @@ import argparse
 import io
 import json
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +21,7 @@ import onnxruntime as ort
 import torch
 import torch.nn.functional as F
 from torch import nn
+from reference_io import save_npz, onnx_value_info as value_info  # noqa: E402 - run as a script
 
 OUT = Path(__file__).resolve().parents[1] / "test_models" / "onnx"
 
@@ -364,24 +364,6 @@ def ort_session(path_or_bytes):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
     return ort.InferenceSession(path_or_bytes, opts, providers=["CPUExecutionProvider"])
-
-
-def save_npz(path, arrays):
-    # np.savez stamps the current time into the zip; a fixed date keeps reruns byte-identical.
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for key, arr in arrays.items():
-            data = io.BytesIO()
-            np.lib.format.write_array(data, np.ascontiguousarray(arr), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(key + ".npy", (1980, 1, 1, 0, 0, 0)), data.getvalue(),
-                       zipfile.ZIP_DEFLATED)
-    path.write_bytes(buf.getvalue())
-
-
-def value_info(v):
-    dims = [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
-    return {"name": v.name, "shape": dims, "dtype": dtype.name}
 
 
 def generate(name, out_dir, seed):

@@ -17,11 +17,9 @@ one thread: the graph as written), and an entry in manifest.json.
 """
 
 import argparse
-import io
 import json
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +27,7 @@ import onnx
 import onnxruntime as ort
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_static)
 from onnxruntime.quantization.shape_inference import quant_pre_process
+from reference_io import save_npz, onnx_value_info as value_info  # noqa: E402 - run as a script
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "test_models" / "onnx"
@@ -65,24 +64,6 @@ def ort_session(path):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
     return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-
-
-def save_npz(path, arrays):
-    # np.savez stamps the current time into the zip; a fixed date keeps reruns byte-identical.
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-        for key, arr in arrays.items():
-            data = io.BytesIO()
-            np.lib.format.write_array(data, np.ascontiguousarray(arr), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(key + ".npy", (1980, 1, 1, 0, 0, 0)), data.getvalue(),
-                       zipfile.ZIP_DEFLATED)
-    path.write_bytes(buf.getvalue())
-
-
-def value_info(v):
-    dims = [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
-    return {"name": v.name, "shape": dims, "dtype": dtype.name}
 
 
 def quantize(src: Path, dst: Path, seed: int, **variant) -> None:

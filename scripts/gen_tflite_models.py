@@ -27,14 +27,12 @@ float between DEQUANTIZE/QUANTIZE) is listed in the manifest's "skipped" with wh
 """
 import argparse
 import hashlib
-import io
 import json
 import os
 import re
 import shutil
 import sys
 import time
-import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +43,7 @@ import numpy as np  # noqa: E402
 import tflite  # noqa: E402
 from tflite.BuiltinOperator import BuiltinOperator  # noqa: E402
 from tflite.TensorType import TensorType  # noqa: E402
+from reference_io import save_npz  # noqa: E402 - run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "test_models" / "tflite"
@@ -954,18 +953,6 @@ def tensor_entry(d):
              "quantized_dimension": int(qp["quantized_dimension"])}
     return {"name": d["name"], "shape": d["shape"].tolist(), "dtype": np.dtype(d["dtype"]).name,
             "quantization": q}
-
-
-def save_npz(path, arrays):
-    """np.savez with fixed zip timestamps, so that re-running gives identical bytes."""
-    bio = io.BytesIO()
-    with zipfile.ZipFile(bio, "w", zipfile.ZIP_DEFLATED) as z:
-        for k, a in arrays.items():
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.ascontiguousarray(a), allow_pickle=False)
-            z.writestr(zipfile.ZipInfo(k + ".npy", (1980, 1, 1, 0, 0, 0)), buf.getvalue(),
-                       compress_type=zipfile.ZIP_DEFLATED)
-    path.write_bytes(bio.getvalue())
 
 
 @dataclass

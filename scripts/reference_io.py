@@ -1,0 +1,29 @@
+"""Helpers the reference-model generators share (scripts/gen_*_models.py)."""
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+
+
+def save_npz(path, arrays) -> None:
+    """np.savez with fixed zip timestamps (np.savez stamps the current time), so that
+    re-running a generator gives identical bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for key, arr in arrays.items():
+            data = io.BytesIO()
+            np.lib.format.write_array(data, np.ascontiguousarray(arr), allow_pickle=False)
+            z.writestr(zipfile.ZipInfo(key + ".npy", (1980, 1, 1, 0, 0, 0)), data.getvalue(),
+                       zipfile.ZIP_DEFLATED)
+    path.write_bytes(buf.getvalue())
+
+
+def onnx_value_info(v) -> dict:
+    """An ONNX ValueInfoProto as a manifest entry: name, shape (dim_param names kept), dtype."""
+    import onnx
+
+    dims = [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
+    return {"name": v.name, "shape": dims, "dtype": dtype.name}
