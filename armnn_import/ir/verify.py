@@ -171,8 +171,12 @@ def _beyond_target(layer, target) -> list[str]:
 
     def show(v):
         return v.name if isinstance(v, IntEnum) else repr(v)
-    return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; the Arm NN {target} format "
-            f"has no such field (it needs --target {since(f)} or later), so it must keep its default "
+    def why(f):
+        if layer.type in _CONV and f.name in ("bias_enabled", "data_layout"):
+            return "its 19.02 slot is read as a dilation by Arm NN 19.05 and later"
+        return "the format has no such field"
+    return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is not written in the Arm NN "
+            f"{target} format ({why(f)}; --target {since(f)} writes it), so it must keep its default "
             f"{show(f.default)}"
             for f in dataclasses.fields(desc)
             if not target.at_least(since(f)) and getattr(desc, f.name) != f.default]
