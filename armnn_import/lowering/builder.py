@@ -42,6 +42,11 @@ class NetBuilder:
         self.g = graph if graph is not None else Graph()
         self.report = report if report is not None else Report()
 
+    @property
+    def target(self):
+        """The Arm NN release whose format the network is written in (armnn_import.target)."""
+        return self.g.target
+
     def add(self, ltype, name, inputs, desc=None, **kw) -> Port:
         return self.g.add(ltype, name, inputs, desc, **kw).out()
 
