@@ -82,19 +82,28 @@ def _pick_frontend(model):
 
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
-            conv_bias: str = "add", report: Report | None = None) -> ConversionResult:
+            conv_bias: str = "add", target: str | None = None,
+            report: Report | None = None) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
     conv_bias: how a float convolution's bias is written, since this format's convolution
     carries none: "add" (an Addition, fastest on Arm NN 20.08) or "batchnorm" (a
-    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution)."""
+    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution).
+
+    target: the Arm NN release whose format to write: "19.02" (the default, read by every
+    release), "20.08" or "23.08" (richer formats: convolutions with their bias, NHWC and
+    dilation; read by that release and later ones). See armnn_import.target."""
+    from .target import get as get_target
+    target = get_target(target)
     if layout not in LAYOUTS:
         raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     if conv_bias not in CONV_BIAS:
         raise ConversionError(f"conv_bias must be one of {', '.join(CONV_BIAS)}, not {conv_bias!r}")
-    options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias)
+    options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
+                             target.release)
     report = report or Report()
+    report.target = target.release
     if isinstance(model, (str, os.PathLike)):
         report.source = os.fspath(model)
     with report.phase("load"):

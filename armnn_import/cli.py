@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a float convolution's bias is written (this format's convolution has none): "
                         "'add' an Addition, fastest on Arm NN 20.08 (default); 'batchnorm' a "
                         "BatchNormalization, which Arm NN 20.11 and later fuse into the convolution")
+    c.add_argument("--target", choices=("19.02", "20.08", "23.08"), default="19.02", metavar="RELEASE",
+                   help="the Arm NN release whose format to write: 19.02 (default; read by every "
+                        "release), 20.08 (Arm NN 20.08 and later: convolutions with their bias, NHWC "
+                        "and dilation) or 23.08 (Arm NN 23.08 and later)")
     c.add_argument("--report", metavar="REPORT.json",
                    help="write the conversion report as JSON (a list with several models) and print "
                         "a short summary on stderr")
@@ -256,7 +260,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
     try:
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
-                         conv_bias=args.conv_bias,
+                         conv_bias=args.conv_bias, target=args.target,
                          report=report)
         # --verify needs the bytes in memory; otherwise large weights go from the model to the file
         size, data = (len(result.buffer()), [result.buffer()]) if args.verify else result.chunks()

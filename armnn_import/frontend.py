@@ -22,6 +22,7 @@ class ConvertOptions:
     fp16: bool = False
     dequantize: bool = False      # convert quantized models to an all-float network
     conv_bias: str = "add"        # add | batchnorm
+    target: str = "19.02"         # the Arm NN release whose format to write (armnn_import.target)
 
 
 class Frontend(Protocol):

@@ -33,7 +33,10 @@ def describe(graph: Graph, file_size: int | None = None) -> dict:
     for l in graph.layers:
         by_type[l.type.name] = by_type.get(l.type.name, 0) + 1
     inputs, outputs = io_summary(graph)
+    from .target import RUNS_ON
     return {
+        "target": graph.target.release,
+        "runs_on": RUNS_ON[graph.target.release],
         "layers": layers,
         "totals": {"layers": len(layers),
                    "by_type": dict(sorted(by_type.items(), key=lambda kv: (-kv[1], kv[0]))),
@@ -80,7 +83,8 @@ def format_table(desc: dict) -> str:
 
     lines = [line(header), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
     t = desc["totals"]
-    lines += ["", f"layers:     {t['layers']} (" + ", ".join(f"{k} {v}" for k, v in t["by_type"].items()) + ")",
+    lines += ["", f"format:     Arm NN {desc['target']} format (runs on {desc['runs_on']})",
+              f"layers:     {t['layers']} (" + ", ".join(f"{k} {v}" for k, v in t["by_type"].items()) + ")",
               f"parameters: {t['parameters']:,}"]
     if t.get("file_size") is not None:
         lines.append(f"file size:  {_size(t['file_size'])}")

@@ -12,6 +12,7 @@ from typing import Callable
 class Report:
     source: str = ""
     format: str = ""
+    target: str = "19.02"  # the Arm NN release whose format was written
     nodes: list[dict] = field(default_factory=list)          # {node, op, layers: [...]}
     decompositions: dict[str, str] = field(default_factory=dict)  # op -> how it was lowered
     folded: list[str] = field(default_factory=list)          # source nodes folded to constants
@@ -75,6 +76,8 @@ def format_summary(report: Report, layers: int | None = None) -> str:
     """A few lines for people: what was converted into what, the decisions
     worth a look, and where the time went."""
     head = f"{report.source or 'model'} ({report.format}): {len(report.nodes)} nodes"
+    if report.target != "19.02":
+        head += f", Arm NN {report.target} format"
     lines = [head + (f" -> {layers} layers" if layers is not None else "")]
     if report.decompositions:
         lines.append("  decomposed: " + ", ".join(sorted(report.decompositions)))

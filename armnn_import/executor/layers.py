@@ -342,18 +342,18 @@ def batch_normalization(layer, ins, infos):
 
 # -- windows: convolution, pooling, resize --------------------------------------------------
 
-def _taps(size_in, size_out, k, stride, pad_lo):
+def _taps(size_in, size_out, k, stride, pad_lo, dilation=1):
     """Zero-padded input length and, per tap, the slice giving every output position."""
-    need = (size_out - 1) * stride + k
+    need = (size_out - 1) * stride + dilation * (k - 1) + 1
     hi = max(0, need - pad_lo - size_in)
-    return hi, [slice(t, t + (size_out - 1) * stride + 1, stride) for t in range(k)]
+    return hi, [slice(t * dilation, t * dilation + (size_out - 1) * stride + 1, stride) for t in range(k)]
 
 
 def _conv_input(x, layer, out_shape_nchw, kh, kw):
     d = layer.desc
     _, _, oh, ow = out_shape_nchw
-    pad_b, ys = _taps(x.shape[2], oh, kh, d.stride_y, d.pad_top)
-    pad_r, xs = _taps(x.shape[3], ow, kw, d.stride_x, d.pad_left)
+    pad_b, ys = _taps(x.shape[2], oh, kh, d.stride_y, d.pad_top, d.dilation_y)
+    pad_r, xs = _taps(x.shape[3], ow, kw, d.stride_x, d.pad_left, d.dilation_x)
     # ConvImpl.cpp reads 0.0f in the padding (not the zero point) and ignores pad_bottom/right:
     # the output shape decides which input rows are read.
     xp = np.pad(x, ((0, 0), (0, 0), (d.pad_top, pad_b), (d.pad_left, pad_r)))

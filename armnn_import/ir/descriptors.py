@@ -26,6 +26,21 @@ def _tuple(default=(), elem="uint32"):
     return field(default=tuple(default), metadata={"elem": elem})
 
 
+def _since(release: str, default):
+    """A field that the format of `release` added: not written for older targets,
+    where it must keep its default."""
+    return field(default=default, metadata={"since": release})
+
+
+def since(thing) -> str:
+    """The first release whose format has a layer type or a descriptor field."""
+    if isinstance(thing, LayerType):
+        return LAYER_KINDS[thing].since
+    if isinstance(thing, dataclasses.Field):
+        return thing.metadata.get("since", "19.02")
+    raise TypeError(f"no release for {thing!r}")
+
+
 def _canonical(self):
     # Coerce every field to its declared type (enums, float32-rounded floats,
     # tuples of ints), so equal descriptors compare equal after a round trip.
@@ -64,12 +79,15 @@ class Convolution2dDescriptor:
     pad_bottom: int = 0
     stride_x: int = 0
     stride_y: int = 0
-    # Arm NN 19.02+ inserted dilationX/dilationY (uint) into these two slots, so
-    # every released runtime reads them as dilations: they are never written and
-    # must keep their defaults (verify() enforces it). Bias goes in a following
-    # BatchNormalization; NHWC inputs are permuted around an NCHW convolution.
-    bias_enabled: bool = field(default=False, metadata={"never_written": True})
-    data_layout: DataLayout = field(default=DataLayout.NCHW, metadata={"never_written": True})
+    # Slots 6 and 7 of the 19.02 format; from 19.05 on every release reads
+    # dilationX/dilationY there and has these two in slots 8 and 9. So in the
+    # 19.02 format they are never written and keep their defaults (verify()
+    # enforces it): the bias goes in a following layer and NHWC inputs are
+    # permuted around an NCHW convolution. Richer targets write all four.
+    bias_enabled: bool = _since("20.08", False)
+    data_layout: DataLayout = _since("20.08", DataLayout.NCHW)
+    dilation_x: int = _since("20.08", 1)
+    dilation_y: int = _since("20.08", 1)
 
 
 @dataclass
@@ -80,12 +98,15 @@ class DepthwiseConvolution2dDescriptor:
     pad_bottom: int = 0
     stride_x: int = 0
     stride_y: int = 0
-    # Arm NN 19.02+ inserted dilationX/dilationY (uint) into these two slots, so
-    # every released runtime reads them as dilations: they are never written and
-    # must keep their defaults (verify() enforces it). Bias goes in a following
-    # BatchNormalization; NHWC inputs are permuted around an NCHW convolution.
-    bias_enabled: bool = field(default=False, metadata={"never_written": True})
-    data_layout: DataLayout = field(default=DataLayout.NCHW, metadata={"never_written": True})
+    # Slots 6 and 7 of the 19.02 format; from 19.05 on every release reads
+    # dilationX/dilationY there and has these two in slots 8 and 9. So in the
+    # 19.02 format they are never written and keep their defaults (verify()
+    # enforces it): the bias goes in a following layer and NHWC inputs are
+    # permuted around an NCHW convolution. Richer targets write all four.
+    bias_enabled: bool = _since("20.08", False)
+    data_layout: DataLayout = _since("20.08", DataLayout.NCHW)
+    dilation_x: int = _since("20.08", 1)
+    dilation_y: int = _since("20.08", 1)
 
 
 @dataclass
@@ -207,6 +228,7 @@ class LayerKind(NamedTuple):
     descriptor: type | None     # descriptor dataclass, or None
     tensors: tuple[str, ...]    # constant tensor fields, schema order
     optional: tuple[str, ...] = ()  # constant tensor fields that may be absent
+    since: str = "19.02"        # the first release whose format has it
 
 
 LAYER_KINDS: dict[LayerType, LayerKind] = {

@@ -51,9 +51,11 @@ class Layer:
 
 
 class Graph:
-    def __init__(self):
+    def __init__(self, target=None):
+        from ..target import get
         self.layers: list[Layer] = []
         self._names: set[str] = set()
+        self.target = get(target)  # the Arm NN release whose format this network is written in
 
     # -- building -----------------------------------------------------------
     def unique_name(self, name: str) -> str:

@@ -98,6 +98,8 @@ def _conv(layer, ins):
         kh, kw, out_c = w[1], w[2], w[0]        # [O, kH, kW, I]
     out = list(x)
     out[c] = out_c
+    # (dilations are 1 in the 19.02 format, which has no such fields)
+    kh, kw = d.dilation_y * (kh - 1) + 1, d.dilation_x * (kw - 1) + 1
     out[h] = conv_out_size(x[h], kh, d.stride_y, d.pad_top, d.pad_bottom)
     out[wd] = conv_out_size(x[wd], kw, d.stride_x, d.pad_left, d.pad_right)
     return [ins[0].with_shape(out)]

@@ -14,7 +14,7 @@ from collections import Counter
 from enum import IntEnum
 
 from ..errors import GraphError
-from .descriptors import BINARY_LAYERS
+from .descriptors import BINARY_LAYERS, since
 from .shapes import NUM_INPUTS, NUM_OUTPUTS, hw_axes, infer_outputs
 from .types import DataLayout, DataType, LayerType, TensorInfo
 
@@ -28,7 +28,8 @@ def verify(graph) -> None:
     problems = _structure(graph)
     if not problems:
         for layer in graph.layers:
-            problems += [f"layer {layer.name!r} ({layer.type.name}): {p}" for p in _check_layer(layer)]
+            problems += [f"layer {layer.name!r} ({layer.type.name}): {p}"
+                         for p in _beyond_target(layer, graph.target) or _check_layer(layer)]
         problems += _bindings(graph)
     if problems:
         more = len(problems) - MAX_REPORTED
@@ -121,7 +122,7 @@ def _check_layer(layer) -> list[str]:
     if kind.descriptor is not None and not isinstance(layer.desc, kind.descriptor):
         return [f"descriptor is {type(layer.desc).__name__}, expected {kind.descriptor.__name__}"]
 
-    problems = _never_written(layer.desc) + _out_of_range(layer)
+    problems = _out_of_range(layer)
     required = [k for k in kind.tensors if k not in kind.optional]
     if getattr(layer.desc, "bias_enabled", False):
         required.append("biases")
@@ -157,17 +158,28 @@ def _check_layer(layer) -> list[str]:
     return problems
 
 
-def _never_written(desc) -> list[str]:
-    # Fields the writer skips (descriptors.py): a non-default value would be lost.
+def _beyond_target(layer, target) -> list[str]:
+    """What the target release's format cannot hold: the layer type itself, or a descriptor
+    field set away from its default that the format does not have (the writer skips such a
+    field, so its value would be lost; in 19.02 convolutions, a runtime would read it as a
+    dilation)."""
+    if not target.has(layer.type):
+        return [f"is not in the Arm NN {target} format (it needs --target {since(layer.type)} or later)"]
+    desc = layer.desc
     if not dataclasses.is_dataclass(desc):
         return []
 
     def show(v):
         return v.name if isinstance(v, IntEnum) else repr(v)
-    return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is never written (Arm NN 19.02+ "
-            f"reads its slot as a dilation) and must keep its default {show(f.default)}"
+    def why(f):
+        if layer.type in _CONV and f.name in ("bias_enabled", "data_layout"):
+            return "its 19.02 slot is read as a dilation by Arm NN 19.05 and later"
+        return "the format has no such field"
+    return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is not written in the Arm NN "
+            f"{target} format ({why(f)}; --target {since(f)} writes it), so it must keep its default "
+            f"{show(f.default)}"
             for f in dataclasses.fields(desc)
-            if f.metadata.get("never_written") and getattr(desc, f.name) != f.default]
+            if not target.at_least(since(f)) and getattr(desc, f.name) != f.default]
 
 
 UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)

@@ -266,7 +266,11 @@ class NetBuilder:
         Arm NN reads the descriptor slots of biasEnabled/dataLayout in this
         schema as dilations, so the convolution itself is always NCHW without
         bias: an NHWC input is permuted around it (the layout pass cancels
-        these Permutes) and the bias is a following BatchNormalization."""
+        these Permutes) and the bias is a following BatchNormalization.
+        From the 20.08 format on, the layer itself has them (conv2d_direct)."""
+        if self.g.target.at_least("20.08"):
+            return self.conv2d_direct(x, w_oihw, bias, name, strides=strides, pads=pads, dilations=dilations,
+                                      groups=groups, layout=layout, quant=quant, weight_info=weight_info)
         if layout == DataLayout.NHWC:
             y = self.permute(x, (0, 3, 1, 2), f"{name}_to_nchw")
             y = self.conv2d(y, w_oihw, bias, name, strides=strides, pads=pads, dilations=dilations,
@@ -288,6 +292,59 @@ class NetBuilder:
         self.report.decomposition("convolution bias", "a BatchNormalization (mean 0, variance 1, gamma 1) "
                                   "after the convolution")
         return self.batchnorm(y, np.ones(w.shape[0]), np.asarray(bias, np.float32), 1, f"{name}_bias", quant=quant)
+
+    def conv2d_direct(self, x: Port, w_oihw, bias, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
+                      dilations=(1, 1), groups: int = 1, layout: DataLayout = DataLayout.NCHW,
+                      quant=None, weight_info=None) -> Port:
+        """conv2d as one layer with its bias, dilation and layout (the 20.08 format on).
+        Weights: OIHW for NCHW and OHWI for NHWC; depthwise [M, C, kH, kW] in both
+        (20.08's layout, which 23.08 reads with weightsLayoutScheme 0). A quantized
+        convolution's bias is Signed32 at input scale x weight scale, as Arm NN wants."""
+        w = np.asarray(w_oihw)
+        cax = 3 if layout == DataLayout.NHWC else 1
+        cin, cout = x.info.shape[cax], w.shape[0]
+        dilations = tuple(1 if k == 1 else int(d) for k, d in zip(w.shape[2:], dilations))
+        if groups not in (1, cin) or (groups == cin and w.shape[1] != 1):
+            self.report.decomposition("grouped convolution", "StridedSlice per group, Convolution2d, Merger")
+            gi, go = cin // groups, cout // groups
+            b = None if bias is None else self._bias_values(bias)
+            outs = [self.conv2d_direct(self.take(x, cax, k * gi, (k + 1) * gi, f"{name}_in{k}"),
+                                       w[k * go:(k + 1) * go], None if b is None else b[k * go:(k + 1) * go],
+                                       f"{name}_g{k}", strides=strides, pads=pads, dilations=dilations,
+                                       layout=layout, quant=quant, weight_info=weight_info)
+                    for k in range(groups)]
+            return self.concat(outs, cax, name, quant=quant)
+        desc = dict(pad_left=pads[1], pad_right=pads[3], pad_top=pads[0], pad_bottom=pads[2],
+                    stride_x=strides[1], stride_y=strides[0], dilation_x=dilations[1], dilation_y=dilations[0],
+                    bias_enabled=bias is not None, data_layout=layout)
+        if groups == 1:
+            ltype, D_ = LayerType.Convolution2d, D.Convolution2dDescriptor
+            arr = w if layout == DataLayout.NCHW else w.transpose(0, 2, 3, 1)
+        else:  # output channel c*M + m -> weights [M, C, kH, kW]
+            ltype, D_ = LayerType.DepthwiseConvolution2d, D.DepthwiseConvolution2dDescriptor
+            arr = w.reshape(cin, cout // cin, *w.shape[2:]).transpose(1, 0, 2, 3)
+        tensors = {"weights": ConstTensor(np.asarray(arr, np.float32)) if weight_info is None
+                   else ConstTensor(np.asarray(arr), weight_info.with_shape(arr.shape))}
+        if bias is not None:
+            tensors["biases"] = self._conv_bias(bias, x, weight_info)
+        return self.add(ltype, name, [x], D_(**desc), tensors=tensors, quant=quant)
+
+    @staticmethod
+    def _bias_values(bias) -> np.ndarray:
+        if isinstance(bias, ConstTensor):
+            return bias.data.astype(np.float64) * bias.info.scale if bias.info.dtype == DataType.Signed32 \
+                else bias.data
+        return np.asarray(bias, np.float32).reshape(-1)
+
+    def _conv_bias(self, bias, x: Port, weight_info) -> ConstTensor:
+        if weight_info is None:
+            return ConstTensor(np.asarray(self._bias_values(bias), np.float32).reshape(-1))
+        scale = float(np.float32(x.info.scale) * np.float32(weight_info.scale))
+        if isinstance(bias, ConstTensor) and bias.info.dtype == DataType.Signed32 \
+                and np.float32(bias.info.scale) == np.float32(scale):
+            return bias
+        from .quant import bias_int32
+        return bias_int32(np.asarray(self._bias_values(bias), np.float64), scale)
 
     def _conv_nchw(self, x, w, name, strides, pads, groups, quant, weight_info) -> Port:
         cin, cout = x.info.shape[1], w.shape[0]

@@ -96,6 +96,8 @@ def quant_conv2d(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bias, ou
     w_oihw = np.ascontiguousarray(w_oihw)
     winfo = TensorInfo(w_oihw.shape, DataType.QuantisedAsymm8, *w_quant)
     geometry = dict(strides=strides, pads=pads, dilations=dilations, groups=groups, layout=layout)
+    if nb.g.target.at_least("20.08"):  # the layer adds its int32 bias, rounding once
+        return nb.conv2d(x, w_oihw, bias, name, quant=out_q, weight_info=winfo, **geometry)
     if bias is None or not np.any(bias):
         return nb.conv2d(x, w_oihw, None, name, quant=out_q, weight_info=winfo, **geometry)
     ws, wz = w_quant
@@ -126,7 +128,7 @@ def quant_conv2d_nchw(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bia
     bias = None if bias is None or not np.any(bias) else np.asarray(bias, np.float64).reshape(-1)
     cin = x.info.shape[1]
     y = None
-    if bias is not None and tuple(dilations) == (1, 1):
+    if bias is not None and tuple(dilations) == (1, 1) and not nb.g.target.at_least("20.08"):
         if groups == 1 and w_oihw.shape[2:] == (1, 1) and not any(pads):
             y = _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides)
         elif groups == 1:

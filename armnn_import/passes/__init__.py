@@ -8,6 +8,7 @@ from ..ir.graph import Graph
 from ..report import Report
 from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
+from .conv_bias import fold_affine_into_conv
 from .layout import sink_permutes
 from .shifts import shifts_to_additions
 
@@ -20,6 +21,7 @@ PIPELINE = (
     ("sink_permutes", sink_permutes),
     ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),
+    ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
     ("shifts_to_additions", shifts_to_additions),
     ("remove_dead_layers", remove_dead_layers),
 )

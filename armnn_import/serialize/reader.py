@@ -12,10 +12,11 @@ import flatbuffers
 import numpy as np
 
 from ..errors import ReadError
-from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name
+from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name, since
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import ConstTensor, ConstTensorData, DataType, LayerType, TensorInfo
-from . import armnn_schema_generated as fb
+from ..target import Target
+from . import armnn_schema_23_08_generated as fb_latest
 from .writer import FILE_IDENTIFIER, _STORAGE_DTYPE
 
 _KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
@@ -69,6 +70,7 @@ def _tensor_info(buf, ti, what: str) -> TensorInfo:
 
 
 def _const_tensor(buf, ct, what: str) -> ConstTensor:
+    fb = buf.fb
     info = _tensor_info(buf, ct.Info(), what)
     try:
         storage = ConstTensorData(ct.DataType())
@@ -95,6 +97,8 @@ def _descriptor(buf, obj, cls, what: str):
     hints = typing.get_type_hints(cls)
     values = {}
     for f in dataclasses.fields(cls):
+        if not buf.target.at_least(since(f)):  # not in this file's format: the default
+            continue
         name = schema_name(f.name)
         if f.name == "view_origins":
             n = obj.ViewOriginsLength()
@@ -112,6 +116,7 @@ def _descriptor(buf, obj, cls, what: str):
 
 
 def _read_layer(buf, any_layer, position: int):
+    fb = buf.fb
     tag = any_layer.LayerType()
     if not 1 <= tag <= len(UNION_ORDER):
         raise ReadError(f"layer {position}: layer type tag {tag} is not in this schema "
@@ -158,6 +163,19 @@ def _read_layer(buf, any_layer, position: int):
     return base.Index(), layer, conns
 
 
+def _file_target(data: bytes) -> Target:
+    """The format a file is written in, from its featureVersions: none in 19.02; only the
+    binding-id scheme in 20.08; the weights-layout and constant-tensor schemes too from
+    23.08 on (a writer that forces defaults, as ours and Arm NN's do, writes them all)."""
+    root = fb_latest.SerializedGraph.GetRootAs(data, 0)
+    versions = root.FeatureVersions()
+    if versions is None:
+        return Target("19.02")
+    if versions._tab.Offset(6) or versions._tab.Offset(8):
+        return Target("23.08")
+    return Target("20.08")
+
+
 def read(data: bytes) -> Graph:
     """Parse .armnn bytes into a Graph. Raises ReadError on anything malformed."""
     data = bytes(data)
@@ -170,10 +188,14 @@ def read(data: bytes) -> Graph:
         raise ReadError(f"not a complete .armnn file: {len(data)} bytes is not a multiple of 4 (truncated?)")
     buf = _Buf(data)
     try:
+        buf.target = _file_target(data)
+        buf.fb = fb = buf.target.bindings
         root = fb.SerializedGraph.GetRootAs(data, 0)
         n = root.LayersLength()
         buf.check_len(n, 4, "layers")
         entries = [_read_layer(buf, root.Layers(i), i) for i in range(n)]
+        versions = root.FeatureVersions() if buf.target.at_least("20.08") else None
+        buf.scheme = versions.BindingIdsScheme() if versions is not None else 0
         input_ids = [int(x) for x in _np_vec(buf, root, "InputIds", "inputIds")]
         output_ids = [int(x) for x in _np_vec(buf, root, "OutputIds", "outputIds")]
     except ReadError:
@@ -187,7 +209,12 @@ def read(data: bytes) -> Graph:
         if index in by_index:
             raise ReadError(f"two layers have index {index}")
         by_index[index] = layer
-    g = Graph()
+    g = Graph(buf.target)
+    if buf.scheme == 1:  # the ids are binding ids
+        by_binding = {(l.type, l.binding_id): i for i, l in by_index.items()
+                      if l.type in (LayerType.Input, LayerType.Output)}
+        input_ids = [by_binding.get((LayerType.Input, b), -1) for b in input_ids]
+        output_ids = [by_binding.get((LayerType.Output, b), -1) for b in output_ids]
     for index, layer, conns in entries:
         for src, slot in conns:
             if src not in by_index or slot >= len(by_index[src].outputs):

@@ -16,10 +16,9 @@ import flatbuffers
 import numpy as np
 
 from ..errors import SerializationError
-from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name
+from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name, since
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
-from . import armnn_schema_generated as fb
 
 FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
@@ -78,7 +77,7 @@ def _release_mapped(x: np.ndarray) -> None:
 
 
 def _call(table: str, what: str, b, *args):
-    return getattr(fb, f"{table}{what}")(b, *args)
+    return getattr(b.fb, f"{table}{what}")(b, *args)
 
 
 def _vector(b, values, dtype) -> int:
@@ -94,12 +93,12 @@ def _tables_vector(b, table: str, field: str, offsets: list[int]) -> int:
 
 def _tensor_info(b, info: TensorInfo) -> int:
     dims = _vector(b, info.shape, np.uint32)
-    fb.TensorInfoStart(b)
-    fb.TensorInfoAddDimensions(b, dims)
-    fb.TensorInfoAddDataType(b, int(info.dtype))
-    fb.TensorInfoAddQuantizationScale(b, info.scale)
-    fb.TensorInfoAddQuantizationOffset(b, info.offset)
-    return fb.TensorInfoEnd(b)
+    b.fb.TensorInfoStart(b)
+    b.fb.TensorInfoAddDimensions(b, dims)
+    b.fb.TensorInfoAddDataType(b, int(info.dtype))
+    b.fb.TensorInfoAddQuantizationScale(b, info.scale)
+    b.fb.TensorInfoAddQuantizationOffset(b, info.offset)
+    return b.fb.TensorInfoEnd(b)
 
 
 def _const_tensor(b, t: ConstTensor) -> int:
@@ -117,11 +116,11 @@ def _const_tensor(b, t: ConstTensor) -> int:
     _call(kind, "AddData", b, data)
     data_table = _call(kind, "End", b)
     info = _tensor_info(b, t.info)
-    fb.ConstTensorStart(b)
-    fb.ConstTensorAddInfo(b, info)
-    fb.ConstTensorAddDataType(b, int(t.storage))
-    fb.ConstTensorAddData(b, data_table)
-    return fb.ConstTensorEnd(b)
+    b.fb.ConstTensorStart(b)
+    b.fb.ConstTensorAddInfo(b, info)
+    b.fb.ConstTensorAddDataType(b, int(t.storage))
+    b.fb.ConstTensorAddData(b, data_table)
+    return b.fb.ConstTensorEnd(b)
 
 
 def _descriptor(b, desc) -> int:
@@ -133,15 +132,15 @@ def _descriptor(b, desc) -> int:
             subs = []
             for origin in v:
                 data = _vector(b, origin, np.uint32)
-                fb.UintVectorStart(b)
-                fb.UintVectorAddData(b, data)
-                subs.append(fb.UintVectorEnd(b))
+                b.fb.UintVectorStart(b)
+                b.fb.UintVectorAddData(b, data)
+                subs.append(b.fb.UintVectorEnd(b))
             children[f.name] = _tables_vector(b, table, "ViewOrigins", subs)
         elif isinstance(v, tuple):
             children[f.name] = _vector(b, v, f.metadata.get("elem", "uint32"))
     _call(table, "Start", b)
     for f in dataclasses.fields(desc):
-        if f.metadata.get("never_written"):
+        if not b.target.at_least(since(f)):  # not in this format (verify() checked it is the default)
             continue
         _call(table, f"Add{schema_name(f.name)}", b, children.get(f.name, getattr(desc, f.name)))
     return _call(table, "End", b)
@@ -151,36 +150,36 @@ def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
     name = b.CreateString(layer.name)
     in_slots = []
     for i, port in enumerate(layer.inputs):
-        fb.InputSlotStart(b)
-        fb.InputSlotAddIndex(b, i)
-        fb.InputSlotAddConnection(b, fb.CreateConnection(b, positions[id(port.layer)], port.slot))
-        in_slots.append(fb.InputSlotEnd(b))
+        b.fb.InputSlotStart(b)
+        b.fb.InputSlotAddIndex(b, i)
+        b.fb.InputSlotAddConnection(b, b.fb.CreateConnection(b, positions[id(port.layer)], port.slot))
+        in_slots.append(b.fb.InputSlotEnd(b))
     out_slots = []
     for i, info in enumerate(layer.outputs):
         ti = _tensor_info(b, info)
-        fb.OutputSlotStart(b)
-        fb.OutputSlotAddIndex(b, i)
-        fb.OutputSlotAddTensorInfo(b, ti)
-        out_slots.append(fb.OutputSlotEnd(b))
+        b.fb.OutputSlotStart(b)
+        b.fb.OutputSlotAddIndex(b, i)
+        b.fb.OutputSlotAddTensorInfo(b, ti)
+        out_slots.append(b.fb.OutputSlotEnd(b))
     ins = _tables_vector(b, "LayerBase", "InputSlots", in_slots)
     outs = _tables_vector(b, "LayerBase", "OutputSlots", out_slots)
-    fb.LayerBaseStart(b)
-    fb.LayerBaseAddIndex(b, index)
-    fb.LayerBaseAddLayerName(b, name)
-    fb.LayerBaseAddLayerType(b, int(layer.type))
-    fb.LayerBaseAddInputSlots(b, ins)
-    fb.LayerBaseAddOutputSlots(b, outs)
-    return fb.LayerBaseEnd(b)
+    b.fb.LayerBaseStart(b)
+    b.fb.LayerBaseAddIndex(b, index)
+    b.fb.LayerBaseAddLayerName(b, name)
+    b.fb.LayerBaseAddLayerType(b, int(layer.type))
+    b.fb.LayerBaseAddInputSlots(b, ins)
+    b.fb.LayerBaseAddOutputSlots(b, outs)
+    return b.fb.LayerBaseEnd(b)
 
 
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     kind = LAYER_KINDS[layer.type]
     base = _layer_base(b, layer, index, positions)
     if layer.type in (LayerType.Input, LayerType.Output):
-        fb.BindableLayerBaseStart(b)
-        fb.BindableLayerBaseAddBase(b, base)
-        fb.BindableLayerBaseAddLayerBindingId(b, layer.binding_id)
-        base = fb.BindableLayerBaseEnd(b)
+        b.fb.BindableLayerBaseStart(b)
+        b.fb.BindableLayerBaseAddBase(b, base)
+        b.fb.BindableLayerBaseAddLayerBindingId(b, layer.binding_id)
+        base = b.fb.BindableLayerBaseEnd(b)
     desc = _descriptor(b, layer.desc) if kind.descriptor is not None else None
     tensors = {k: _const_tensor(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
     _call(kind.table, "Start", b)
@@ -190,10 +189,21 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     for k, off in tensors.items():
         _call(kind.table, f"Add{schema_name(k)}", b, off)
     table = _call(kind.table, "End", b)
-    fb.AnyLayerStart(b)
-    fb.AnyLayerAddLayerType(b, UNION_ORDER.index(kind.table) + 1)
-    fb.AnyLayerAddLayer(b, table)
-    return fb.AnyLayerEnd(b)
+    b.fb.AnyLayerStart(b)
+    b.fb.AnyLayerAddLayerType(b, UNION_ORDER.index(kind.table) + 1)
+    b.fb.AnyLayerAddLayer(b, table)
+    return b.fb.AnyLayerEnd(b)
+
+
+def _feature_versions(b, binding_ids_scheme: int) -> int:
+    b.fb.FeatureCompatibilityVersionsStart(b)
+    b.fb.FeatureCompatibilityVersionsAddBindingIdsScheme(b, binding_ids_scheme)
+    if b.target.at_least("23.08"):
+        # Weights stay inside their layers, depthwise weights [M, C, H, W]: the layout that
+        # 23.08 still reads and converts (Deserializer.cpp, "weightsLayoutScheme <= 0").
+        b.fb.FeatureCompatibilityVersionsAddWeightsLayoutScheme(b, 0)
+        b.fb.FeatureCompatibilityVersionsAddConstantTensorsAsInputs(b, 0)
+    return b.fb.FeatureCompatibilityVersionsEnd(b)
 
 
 def write(graph: Graph) -> bytes:
@@ -236,6 +246,7 @@ def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
             "hint: use --fp16 or a quantized model")
     b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers), defer_min)
     b.ForceDefaults(True)
+    b.target, b.fb = graph.target, graph.target.bindings
     positions = {id(l): i for i, l in enumerate(graph.layers)}
     layers = []
     for i, l in enumerate(graph.layers):
@@ -244,12 +255,19 @@ def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
         except (TypeError, OverflowError, struct.error) as e:  # a value the schema's type cannot hold
             raise SerializationError(f"layer {l.name!r} ({l.type.name}) cannot be written: {e}") from None
     layers_vec = _tables_vector(b, "SerializedGraph", "Layers", layers)
-    input_ids = _vector(b, [positions[id(l)] for l in graph.input_layers], np.uint32)
-    output_ids = _vector(b, [positions[id(l)] for l in graph.output_layers], np.uint32)
-    fb.SerializedGraphStart(b)
-    fb.SerializedGraphAddLayers(b, layers_vec)
-    fb.SerializedGraphAddInputIds(b, input_ids)
-    fb.SerializedGraphAddOutputIds(b, output_ids)
-    root = fb.SerializedGraphEnd(b)
+    # 19.02 lists the Input and Output layers by their index in `layers`; the richer formats
+    # by binding id (bindingIdsScheme 1), as those releases' own serializers write them.
+    scheme = 1 if b.target.at_least("20.08") else 0
+    ids = (lambda l: l.binding_id) if scheme else (lambda l: positions[id(l)])
+    input_ids = _vector(b, [ids(l) for l in graph.input_layers], np.uint32)
+    output_ids = _vector(b, [ids(l) for l in graph.output_layers], np.uint32)
+    versions = _feature_versions(b, scheme) if scheme else None
+    b.fb.SerializedGraphStart(b)
+    b.fb.SerializedGraphAddLayers(b, layers_vec)
+    b.fb.SerializedGraphAddInputIds(b, input_ids)
+    b.fb.SerializedGraphAddOutputIds(b, output_ids)
+    if versions is not None:
+        b.fb.SerializedGraphAddFeatureVersions(b, versions)
+    root = b.fb.SerializedGraphEnd(b)
     b.Finish(root, file_identifier=FILE_IDENTIFIER)
     return b

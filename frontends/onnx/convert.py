@@ -120,7 +120,7 @@ class Converter(LoweringContext):
         self.model, self.options, self.report = model, options, report
         self.mapped = mapped or {}  # large initializers left out of the proto (see wire.py)
         self.opset = self._default_opset()
-        self.g = Graph()
+        self.g = Graph(options.target)
         self.b = NetBuilder(self.g, report)
         self.values: dict[str, object] = {}   # name -> np.ndarray | list (sequence) | Port
         self.scalars: set[Port] = set()       # ports that are rank-0 in ONNX (stored as [1])

@@ -109,7 +109,7 @@ class Ctx:
         from .ops import REGISTRY
 
         self.m, self.opts, self.report, self.registry = model, options, report, REGISTRY
-        self.nb = NetBuilder(Graph(), report)
+        self.nb = NetBuilder(Graph(options.target), report)
         self.g = self.nb.g
         self.dequantize = bool(options.dequantize)
         self.ports: dict[int, Port] = {}

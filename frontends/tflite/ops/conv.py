@@ -8,7 +8,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import quant_conv2d_nchw, requantize_weights
+from armnn_import.lowering.quant import quant_conv2d, quant_conv2d_nchw, requantize_weights
 
 from .. import quant as Q
 from . import REGISTRY
@@ -109,6 +109,9 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
     wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
     if bias is not None:
         Q.finite(bias, f"bias {ctx.t(bi).name!r}")
+    if nb.g.target.at_least("20.08"):  # the layer takes NHWC and its int32 bias itself
+        return quant_conv2d(nb, x, to_oihw(wq), (ws, wz), bias, q, name, strides=strides, pads=pads,
+                            dilations=dilations, groups=groups, layout=NHWC)
     # the shared lowering adds the bias inside the layer (one rounding, as LiteRT's int32 bias);
     # it takes NCHW, and the layout pass cancels these permutes between convolutions
     y = quant_conv2d_nchw(nb, nb.permute(x, (0, 3, 1, 2), f"{name}_to_nchw"), to_oihw(wq), (ws, wz), bias, q,
