@@ -82,18 +82,33 @@ def _pick_frontend(model):
 
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
-            conv_bias: str = "add", report: Report | None = None) -> ConversionResult:
+            conv_bias: str = "add", report: Report | None = None, fp16_force: bool = False,
+            fp16_inputs=None, fp16_weights: bool = False) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
     conv_bias: how a float convolution's bias is written, since this format's convolution
     carries none: "add" (an Addition, fastest on Arm NN 20.08) or "batchnorm" (a
-    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution)."""
+    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution).
+
+    fp16: the whole network in Float16, after a range check that runs the float network
+    on `fp16_inputs` (arrays in input order or by name, or paths of .npy files / one .npz;
+    None: seeded random) and refuses it when a layer exceeds 32,768 (fp16_range.SAFE_BOUND),
+    unless `fp16_force`. fp16_weights: Float16 constants widened to Float32 at run time
+    (refused: this format has no layer to widen them)."""
     if layout not in LAYOUTS:
         raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     if conv_bias not in CONV_BIAS:
         raise ConversionError(f"conv_bias must be one of {', '.join(CONV_BIAS)}, not {conv_bias!r}")
-    options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias)
+    if fp16 and fp16_weights:
+        raise ConversionError("fp16 and fp16_weights exclude each other: choose Float16 compute or Float16 weights")
+    if not fp16 and (fp16_force or fp16_inputs is not None):
+        raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
+    if fp16_weights:
+        from .passes.convert import check_fp16_weights
+        check_fp16_weights()
+    options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
+                             fp16_force, fp16_inputs, fp16_weights)
     report = report or Report()
     if isinstance(model, (str, os.PathLike)):
         report.source = os.fspath(model)
@@ -113,6 +128,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
                 set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
             run_pipeline(graph, report, passes=pipeline(conv_bias))
             if options.fp16:
+                _check_range(graph, report, fe.name, options)
                 to_float16(graph, report)
         from .ir.compat import runtime_problems
         problems = runtime_problems(graph)
@@ -140,6 +156,16 @@ def _io_layout(fe, options: ConvertOptions) -> str | None:
     if options.layout == "keep" or options.keep_io_layout or getattr(fe, "handles_io_layout", False):
         return None
     return options.layout.upper()
+
+
+def _check_range(graph: Graph, report: Report, fmt: str, options: ConvertOptions) -> None:
+    """The --fp16 range check on the float network (its inputs are in the
+    model's layout unless --layout changed the network's)."""
+    from .fp16_range import check_fp16_range
+    source = _FORMAT_LAYOUT.get(fmt)
+    permuted = source is not None and options.layout not in ("keep", source.lower()) and not options.keep_io_layout
+    with report.phase("pass:fp16_range"):
+        check_fp16_range(graph, report, options.fp16_inputs, force=options.fp16_force, permuted=permuted)
 
 
 def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:
