@@ -68,14 +68,20 @@ def check_fp16_range(graph: Graph, report: Report, inputs=None, *, force: bool =
 
 def layer_ranges(graph: Graph, arrays: list[np.ndarray]) -> list[dict]:
     """Largest finite |value| of each Float32 output slot, in network order."""
-    from .executor import evaluate
-
     readers: dict[Port, int] = {}
     for layer in graph.layers:
         for p in layer.inputs:
             readers[p] = readers.get(p, 0) + 1
     values: dict[Port, np.ndarray] = {}
-    ranges = []
+    ranges: list[dict] = []
+    with np.errstate(all="ignore"):  # a float network's own inf or NaN is recorded, not printed
+        _run(graph, arrays, readers, values, ranges)
+    return ranges
+
+
+def _run(graph, arrays, readers, values, ranges) -> None:
+    from .executor import evaluate
+
     for layer, arr in zip(graph.input_layers, arrays):
         values[layer.out()] = arr
         _record(ranges, layer, 0, arr)
@@ -94,7 +100,6 @@ def layer_ranges(graph: Graph, arrays: list[np.ndarray]) -> list[dict]:
             _record(ranges, layer, slot, out)
             if readers.get(Port(layer, slot)):
                 values[Port(layer, slot)] = out
-    return ranges
 
 
 def _record(ranges: list, layer, slot: int, arr: np.ndarray) -> None:
@@ -129,7 +134,7 @@ def sample_inputs(graph: Graph, inputs, seed: int, permuted: bool) -> tuple[list
         raw, how = [inputs[l.name] for l in layers], "the given inputs"
     elif all(isinstance(x, (str, os.PathLike)) for x in inputs):
         raw = read_arrays([os.fspath(x) for x in inputs], [l.name for l in layers])
-        how = "the inputs " + ", ".join(os.path.basename(os.fspath(x)) for x in inputs)
+        how = "the inputs " + ", ".join(os.fspath(x) for x in inputs)
     else:
         raw, how = list(inputs), "the given inputs"
     if len(raw) != len(layers):
