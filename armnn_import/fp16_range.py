@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import ConversionError, ExecutionError, LoadError
 from .ir.graph import Graph, Port
-from .ir.types import DataType, LayerType, TensorInfo
+from .ir.types import DataLayout, DataType, LayerType, TensorInfo
 from .report import Report
 
 F16_MAX = float(np.finfo(np.float16).max)  # 65504
@@ -96,10 +96,46 @@ def _run(graph, arrays, readers, values, ranges) -> None:
             readers[p] -= 1
             if readers[p] == 0:
                 del values[p]
-        for slot, out in enumerate(evaluate(layer, args)):
+        fast = _FAST.get(layer.type)
+        outs = fast(layer, args) if fast is not None and _all_float32(layer) else evaluate(layer, args)
+        for slot, out in enumerate(outs):
             _record(ranges, layer, slot, out)
             if readers.get(Port(layer, slot)):
                 values[Port(layer, slot)] = out
+
+
+def _all_float32(layer) -> bool:
+    return all(i.dtype == DataType.Float32 for i in [p.info for p in layer.inputs] + layer.outputs) and \
+        all(t.info.dtype == DataType.Float32 for t in layer.tensors.values())
+
+
+def _convolution2d(layer, ins) -> list[np.ndarray]:
+    """A float Convolution2d by one matrix product per filter tap. The executor's
+    accumulates one input channel at a time in Arm NN's order, exact to the bit
+    and 10-100x slower; a range needs no bit-exactness (the order moves the sums
+    by about 1e-7 relative)."""
+    from .executor.layers import _bias, _const, _conv_input, _from_nchw, _input_nchw, _to_nchw
+
+    d, info = layer.desc, layer.outputs[0]
+    w = _const(layer, "weights")
+    if d.data_layout == DataLayout.NHWC:
+        w = w.transpose(0, 3, 1, 2)                     # [O, kH, kW, I] -> [O, I, kH, kW]
+    x = _input_nchw(layer, ins, [p.info for p in layer.inputs])
+    out_shape = _to_nchw(np.empty(info.shape, np.uint8), d.data_layout).shape
+    n, o, oh, ow = out_shape
+    xp, ys, xs = _conv_input(x, layer, out_shape, w.shape[2], w.shape[3])
+    acc = np.zeros((n, o, oh * ow), np.float32)
+    for ky, rows in enumerate(ys):
+        for kx, cols in enumerate(xs):
+            acc += w[:, :, ky, kx] @ xp[:, :, rows, cols].reshape(n, xp.shape[1], oh * ow)
+    acc = acc.reshape(out_shape)
+    b = _bias(layer)
+    if b is not None:
+        acc += b[None, :, None, None]
+    return [np.ascontiguousarray(_from_nchw(acc, d.data_layout))]
+
+
+_FAST = {LayerType.Convolution2d: _convolution2d}
 
 
 def _record(ranges: list, layer, slot: int, arr: np.ndarray) -> None:
