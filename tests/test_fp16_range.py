@@ -185,6 +185,17 @@ def test_flag_combinations_are_usage_errors(zoo, capsys, args, message):
     assert code == 2 and err.startswith(f"armnn-import: error: {message}")
 
 
+def test_fp16_verify_uses_the_inputs(tmp_path, capsys):
+    """The README's check: --inputs feeds both the range check and --verify."""
+    model = os.path.join(ROOT, "onnx", "resnet_small.onnx")
+    npz = os.path.join(ROOT, "onnx", "resnet_small.npz")
+    code, out, err = main(capsys, model, "--fp16", "--inputs", npz, "--verify", "--rtol", "0.05", "--atol", "0.05",
+                          "-o", tmp_path / "r.armnn")
+    assert (code, err) == (0, "")
+    assert f"{model}: fp16 range: largest |value| " in out and f"on the inputs {npz}" in out
+    assert f"inputs: {npz}" in out.splitlines() and "verify: PASS (rtol 0.05, atol 0.05, 1 LSB)" in out
+
+
 def _reference_inputs(path, graph):
     data = np.load(os.path.splitext(path)[0] + ".npz")
     return [data[f"input_{i}"] for i in range(len(graph.input_layers))], data
