@@ -106,7 +106,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
     if fp16_weights:
         from .passes.convert import check_fp16_weights
-        check_fp16_weights()
+        check_fp16_weights()  # refuses: no target has the layer yet (one that has it also needs the pass)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force, fp16_inputs, fp16_weights)
     report = report or Report()

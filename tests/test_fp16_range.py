@@ -159,6 +159,25 @@ def test_float32_inf_is_not_a_refusal():
     assert out and r.fp16_range["over"] is None and all(d["max_abs"] < 10 for d in out)
 
 
+def test_quantized_network_has_nothing_to_check():
+    path = os.path.join(ROOT, "onnx_quant", "mobilenetv2_small_qdq_u8.onnx")
+    r = armnn_import.convert(path, fp16=True).report.fp16_range
+    assert r["skipped"] == "the network has no float tensors" and r["layers"] == [] and r["over"] is None
+
+
+def test_a_network_the_executor_cannot_run_is_converted_with_a_warning(zoo, monkeypatch):
+    from armnn_import import fp16_range
+    from armnn_import.errors import ExecutionError
+
+    def fail(graph, arrays):
+        raise ExecutionError("conv4: no such thing")
+    monkeypatch.setattr(fp16_range, "layer_ranges", fail)
+    r = armnn_import.convert(str(zoo[1]), fp16=True).report
+    assert r.fp16_range["skipped"] == "the numpy executor cannot run the network: conv4: no such thing"
+    assert r.warnings == ["fp16 range check skipped (the numpy executor cannot run the network: conv4: no such "
+                          "thing); the Float16 network may overflow unnoticed"]
+
+
 def test_fp16_weights_refused_with_its_reason(zoo, tmp_path, capsys):
     _, model, _, _ = zoo
     code, out, err = main(capsys, model, "--fp16-weights", "-o", tmp_path / "w.armnn")
