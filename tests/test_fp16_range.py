@@ -184,8 +184,8 @@ def test_fp16_weights_refused_with_its_reason(zoo, tmp_path, capsys):
     assert code == 1 and not (tmp_path / "w.armnn").exists()
     (line,) = err.splitlines()
     assert line.startswith(f"armnn-import: error: {model}: --fp16-weights: the Arm NN 19.02 format has no layer "
-                           "that widens Float16 constants to Float32 at run time (no Cast, ConvertFp16ToFp32 or "
-                           "Dequantize layer)")
+                           "that widens Float16 constants to Float32 at run time (no Cast or ConvertFp16ToFp32 "
+                           "layer, and Arm NN 20.08's reference Dequantize takes only quantized inputs)")
     assert fp16_widening_layer(None) is None
     with pytest.raises(armnn_import.ConversionError, match="no layer that widens"):
         check_fp16_weights()
