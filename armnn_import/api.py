@@ -82,8 +82,8 @@ def _pick_frontend(model):
 
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
-            conv_bias: str = "add", target: str | None = None,
-            report: Report | None = None) -> ConversionResult:
+            conv_bias: str = "add", target: str | None = None, report: Report | None = None,
+            fp16_force: bool = False, fp16_inputs=None, fp16_weights: bool = False) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
@@ -93,15 +93,29 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
 
     target: the Arm NN release whose format to write: "19.02" (the default, read by every
     release), "20.08" or "23.08" (richer formats: convolutions with their bias, NHWC and
-    dilation; read by that release and later ones). See armnn_import.target."""
+    dilation; read by that release and later ones). See armnn_import.target.
+
+    fp16: the whole network in Float16, after a range check that runs the float network
+    on `fp16_inputs` (arrays in input order or by name, or paths of .npy files / one .npz;
+    None: seeded random) and refuses it when a layer exceeds 32,768 (fp16_range.SAFE_BOUND),
+    unless `fp16_force`. fp16_weights: Float16 constants widened to Float32 at run time
+    (refused where the target has no layer to widen them)."""
     from .target import get as get_target
     target = get_target(target)
     if layout not in LAYOUTS:
         raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     if conv_bias not in CONV_BIAS:
         raise ConversionError(f"conv_bias must be one of {', '.join(CONV_BIAS)}, not {conv_bias!r}")
+    if fp16 and fp16_weights:
+        raise ConversionError("fp16 and fp16_weights exclude each other: choose Float16 compute or Float16 weights")
+    if not fp16 and (fp16_force or fp16_inputs is not None):
+        raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
+    if fp16_weights:
+        from .passes.convert import check_fp16_weights
+        check_fp16_weights(target)  # refuses: no target has the layer yet (one that has it also needs the pass)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
-                             target.release)
+                             fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
+                             target=target.release)
     report = report or Report()
     report.target = target.release
     if isinstance(model, (str, os.PathLike)):
@@ -122,6 +136,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
                 set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
             run_pipeline(graph, report, passes=pipeline(conv_bias))
             if options.fp16:
+                _check_range(graph, report, fe.name, options)
                 to_float16(graph, report)
         from .ir.compat import runtime_problems
         problems = runtime_problems(graph)
@@ -149,6 +164,16 @@ def _io_layout(fe, options: ConvertOptions) -> str | None:
     if options.layout == "keep" or options.keep_io_layout or getattr(fe, "handles_io_layout", False):
         return None
     return options.layout.upper()
+
+
+def _check_range(graph: Graph, report: Report, fmt: str, options: ConvertOptions) -> None:
+    """The --fp16 range check on the float network (its inputs are in the
+    model's layout unless --layout changed the network's)."""
+    from .fp16_range import check_fp16_range
+    source = _FORMAT_LAYOUT.get(fmt)
+    permuted = source is not None and options.layout not in ("keep", source.lower()) and not options.keep_io_layout
+    with report.phase("pass:fp16_range"):
+        check_fp16_range(graph, report, options.fp16_inputs, force=options.fp16_force, permuted=permuted)
 
 
 def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:

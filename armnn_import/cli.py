@@ -75,7 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="data layout of the converted network (default: keep the model's)")
     c.add_argument("--keep-io-layout", action="store_true",
                    help="keep the model's input and output layout when changing --layout")
-    c.add_argument("--fp16", action="store_true", help="store float weights and tensors as Float16")
+    c.add_argument("--fp16", action="store_true",
+                   help="store float weights and tensors as Float16 and run the network in Float16, after a "
+                        "range check: the float network runs on --inputs (default: seeded random) and a "
+                        "layer beyond 32768 refuses the conversion")
+    c.add_argument("--fp16-force", action="store_true",
+                   help="with --fp16: write the file even when the range check fails (a warning)")
+    c.add_argument("--fp16-weights", action="store_true",
+                   help="Float16 weights widened to Float32 at run time (refused in this format: it has no "
+                        "layer to widen them)")
+    c.add_argument("--inputs", nargs="+", metavar="FILE",
+                   help="sample inputs for the --fp16 range check and --verify: one .npy per model input, in "
+                        "order, or one .npz (keys: input names or input_0, input_1, ...)")
     c.add_argument("--dequantize", action="store_true", help="convert a quantized model to an all-float network")
     c.add_argument("--conv-bias", choices=("add", "batchnorm"), default="add",
                    help="how a float convolution's bias is written (this format's convolution has none): "
@@ -199,24 +210,64 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _output_paths(models: list[str], out: str | None) -> list[str]:
+    _refuse_repeated_inputs(models)
     if out is None:
-        paths = [os.path.join(os.path.dirname(m), _stem(m) + ".armnn") for m in models]
+        paths = [os.path.join(os.path.dirname(m), os.path.basename(n) + ".armnn")
+                 for m, n in zip(models, _batch_names(models))]
     elif len(models) == 1 and not os.path.isdir(out):
         paths = [out]
     else:
         if os.path.exists(out) and not os.path.isdir(out):
             raise UsageError(f"-o {out}: with several models the output must be a directory")
-        paths = [os.path.join(out, _stem(m) + ".armnn") for m in models]
+        paths = [os.path.join(out, n + ".armnn") for n in _batch_names(models)]
     seen = {}
     for m, p in zip(models, paths):
         for src in models:
             if _same_file(p, src):
                 raise UsageError(f"{m}: the output {p} is an input file; refusing to overwrite it")
         key = os.path.realpath(p)
-        if key in seen:
+        if key in seen:  # only where the file system folds names (e.g. case) that differ here
             raise UsageError(f"{seen[key]} and {m} would both be written to {p}")
         seen[key] = m
     return paths
+
+
+def _refuse_repeated_inputs(models: list[str]) -> None:
+    """Two paths of one file would convert it twice into two names: a mistake."""
+    seen = {}
+    for m in models:
+        try:
+            st = os.stat(m)
+            keys = [("inode", st.st_dev, st.st_ino), os.path.realpath(m)]
+        except OSError:  # reported when it is converted
+            keys = [os.path.realpath(m)]
+        for key in keys:
+            if key in seen:
+                raise UsageError(f"{seen[key]} and {m} are the same file; give it once")
+        seen.update((k, m) for k in keys)
+
+
+def _batch_names(models: list[str]) -> list[str]:
+    """Each model's output name (a relative path, no extension): its file name
+    without the extension or, where several models share that name, the shortest
+    suffix of its path that no other model has: a/model.onnx, b/model.onnx,
+    c/x/model.onnx -> a/model, b/model, x/model. Files of one folder that differ
+    only by extension keep it (model.onnx, model.tflite)."""
+    from collections import Counter
+
+    parts = [os.path.abspath(m).split(os.sep) for m in models]
+    folder_stem = [(tuple(p[:-1]), _stem(p[-1])) for p in parts]
+    twice = Counter(folder_stem)
+    comps = [p[:-1] + [p[-1] if twice[fs] > 1 else fs[1]] for p, fs in zip(parts, folder_stem)]
+    by_name: dict[str, list[int]] = {}
+    for i, c in enumerate(comps):
+        by_name.setdefault(c[-1], []).append(i)
+    names = []
+    for i, c in enumerate(comps):
+        others = [comps[j] for j in by_name[c[-1]] if j != i]  # only these can end like c
+        k = next(k for k in range(1, len(c) + 1) if all(c[-k:] != d[-k:] for d in others))
+        names.append(os.path.join(*c[-k:]))
+    return names
 
 
 def _stem(path: str) -> str:
@@ -260,8 +311,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
     try:
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
-                         conv_bias=args.conv_bias, target=args.target,
-                         report=report)
+                         conv_bias=args.conv_bias, target=args.target, report=report, **_fp16_kwargs(args))
         # --verify needs the bytes in memory; otherwise large weights go from the model to the file
         size, data = (len(result.buffer()), [result.buffer()]) if args.verify else result.chunks()
         folder = os.path.dirname(out_path)
@@ -280,12 +330,16 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
             from .verify_cmd import verify
             outcome.status = "verify failed"  # until it passes
             with report.phase("verify"):
-                check = verify(model, result.to_bytes(), report=report, **_verify_kwargs(args))
+                check = verify(model, result.to_bytes(), report=report, inputs=args.inputs,
+                               **_verify_kwargs(args))
     finally:
         if bar is not None:
             bar.close()
     for w in report.warnings:
         out.warning(f"{model}: {w}")
+    if report.fp16_range:
+        from .report import fp16_range_line
+        out.info(f"{model}: {fp16_range_line(report.fp16_range)}")
     out.info(f"{model} -> {out_path} ({len(g.layers)} layers, "
              f"{sum(l.param_count() for l in g.layers):,} parameters, {size:,} bytes)")
     if args.report and not out.quiet:
@@ -298,6 +352,23 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
             from .verify_cmd import VerificationFailed
             raise VerificationFailed(f"{model}: {check.failure()}")
         outcome.status = "ok"
+
+
+def _fp16_kwargs(args) -> dict:
+    if args.fp16_weights:  # refused by convert() unless the target has a widening layer
+        return {"fp16_weights": True}
+    if not args.fp16:
+        return {}
+    return {"fp16_force": args.fp16_force, "fp16_inputs": args.inputs}
+
+
+def _check_fp16_flags(args) -> None:
+    if args.fp16 and args.fp16_weights:
+        raise UsageError("--fp16 and --fp16-weights exclude each other (Float16 compute, or Float16 weights only)")
+    if args.fp16_force and not args.fp16:
+        raise UsageError("--fp16-force goes with --fp16")
+    if args.inputs and not (args.fp16 or args.verify):
+        raise UsageError("--inputs goes with --fp16 (its range check) or --verify")
 
 
 def _verify_kwargs(args) -> dict:
@@ -313,6 +384,7 @@ def cmd_convert(args, out: _Out) -> int:
     import time
 
     _parse_shapes(args.input_shape)  # usage errors before any work
+    _check_fp16_flags(args)
     if args.per_layer and args.armnn_runtime:
         raise UsageError("--per-layer needs the numpy executor; leave out --armnn-runtime")
     if args.verify:
@@ -338,11 +410,11 @@ def cmd_convert(args, out: _Out) -> int:
 
 
 def _summary_table(outcomes: list) -> str:
-    head = ("model", "status", "layers", "output size", "time")
-    rows = [(o.model, o.status, "" if o.layers is None else str(o.layers),
+    head = ("model", "output", "status", "layers", "output size", "time")
+    rows = [(o.model, o.extra.get("output", {}).get("path", ""), o.status, "" if o.layers is None else str(o.layers),
              "" if o.size is None else _size(o.size), f"{o.seconds:.2f} s") for o in outcomes]
     widths = [max(len(r[k]) for r in rows + [head]) for k in range(len(head))]
-    right = {2, 3, 4}
+    right = {3, 4, 5}
     lines = ["  ".join(c.rjust(w) if k in right else c.ljust(w) for k, (c, w) in enumerate(zip(r, widths))).rstrip()
              for r in [head] + rows]
     failed = sum(o.status == "failed" for o in outcomes)

@@ -22,6 +22,9 @@ class ConvertOptions:
     fp16: bool = False
     dequantize: bool = False      # convert quantized models to an all-float network
     conv_bias: str = "add"        # add | batchnorm
+    fp16_force: bool = False      # write an --fp16 network whose range check failed (with a warning)
+    fp16_inputs: object = None    # sample inputs of the --fp16 range check (None: seeded random)
+    fp16_weights: bool = False    # Float16 constants widened to Float32 at run time
     target: str = "19.02"         # the Arm NN release whose format to write (armnn_import.target)
 
 

@@ -22,6 +22,8 @@ class Report:
     inputs: list[dict] = field(default_factory=list)
     outputs: list[dict] = field(default_factory=list)
     passes: dict[str, int] = field(default_factory=dict)     # pass -> layers changed
+    # --fp16: the range check's inputs, bound and per-layer max |value| (fp16_range.RangeCheck)
+    fp16_range: dict = field(default_factory=dict)
     # Called with each phase name as the phase starts (the CLI's progress bar); not reported.
     listener: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
@@ -72,6 +74,16 @@ def _io_line(d: dict) -> str:
             + (f" q=({q['scale']:.6g},{q['offset']})" if q else ""))
 
 
+def fp16_range_line(r: dict) -> str:
+    """One line on the --fp16 range check: the largest value, where, and on what inputs."""
+    if r.get("skipped"):
+        return f"fp16 range: not checked ({r['skipped']})"
+    top = max(r["layers"], key=lambda d: d["max_abs"], default=None)
+    where = f"{top['max_abs']:.4g} at layer {top['layer']!r}" if top else "no float tensors"
+    line = f"fp16 range: largest |value| {where} (bound {r['bound']:g}), on {r['inputs']}"
+    return line + ("; give real inputs with --inputs for a reliable check" if r.get("random") else "")
+
+
 def format_summary(report: Report, layers: int | None = None) -> str:
     """A few lines for people: what was converted into what, the decisions
     worth a look, and where the time went."""
@@ -87,6 +99,8 @@ def format_summary(report: Report, layers: int | None = None) -> str:
         errors = [q["worst_error"] for q in report.quantization if q.get("worst_error") is not None]
         worst = f" (worst weight error {max(errors):.2%} of a channel's range)" if errors else ""
         lines.append(f"  quantization decisions: {len(report.quantization)}{worst}")
+    if report.fp16_range:
+        lines.append("  " + fp16_range_line(report.fp16_range))
     if report.warnings:
         lines.append(f"  warnings: {len(report.warnings)}")
     for title, items in (("inputs", report.inputs), ("outputs", report.outputs)):

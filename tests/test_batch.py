@@ -27,7 +27,7 @@ def table(out: str) -> dict[str, list[str]]:
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("model "))
     head = re.split(r"\s{2,}", lines[start].strip())
-    assert head == ["model", "status", "layers", "output size", "time"]
+    assert head == ["model", "output", "status", "layers", "output size", "time"]
     rows = {}
     for line in lines[start + 1:]:
         if " converted" in line:
@@ -49,7 +49,8 @@ def test_one_failure_does_not_stop_the_others(tmp_path, capsys):
     assert list(rows) == [str(ONNX_MODEL), str(broken), str(TFLITE_MODEL)]
     assert rows[str(broken)][0] == "failed" and len(rows[str(broken)]) == 2  # status and time only
     for model, name in ((ONNX_MODEL, "squeezenet_small.armnn"), (TFLITE_MODEL, "mobilenet_v1_mini.int8.armnn")):
-        status, layers, size, seconds = rows[str(model)]
+        output, status, layers, size, seconds = rows[str(model)]
+        assert output == os.path.join(str(outdir) + "/", name)
         data = (outdir / name).read_bytes()
         assert status == "ok" and int(layers) == len(read(data).layers)
         assert size.endswith(("KiB", "MiB", " B")) and seconds.endswith(" s")
@@ -59,7 +60,7 @@ def test_one_failure_does_not_stop_the_others(tmp_path, capsys):
 def test_all_converted_exit_0_and_quiet_prints_nothing(tmp_path, capsys):
     code, out, err = main(capsys, ONNX_MODEL, TFLITE_MODEL, "-o", tmp_path)
     assert (code, err) == (0, "") and out.splitlines()[-1] == "2 of 2 converted"
-    assert [r[0] for r in table(out).values()] == ["ok", "ok"]
+    assert [r[1] for r in table(out).values()] == ["ok", "ok"]
     code, out, err = main(capsys, "--quiet", ONNX_MODEL, TFLITE_MODEL, "-o", tmp_path)
     assert (code, out, err) == (0, "", "")
 
@@ -70,10 +71,61 @@ def test_verify_failure_in_a_batch(tmp_path, capsys):
     code, out, err = main(capsys, ONNX_MODEL, TFLITE_MODEL, "-o", tmp_path, "--verify", "--rtol", "0", "--atol", "0")
     assert code == 1
     rows = table(out)
-    assert rows[str(ONNX_MODEL)][0] == "verify failed" and rows[str(TFLITE_MODEL)][0] == "ok"
+    assert rows[str(ONNX_MODEL)][1] == "verify failed" and rows[str(TFLITE_MODEL)][1] == "ok"
     assert (tmp_path / "squeezenet_small.armnn").exists()  # written before it was verified
     assert err.splitlines() == [next(line for line in err.splitlines() if "verify failed" in line)]
     assert out.splitlines()[-1] == "2 of 2 converted, 1 failed verification"
+
+
+def _zoo(tmp_path, layout):
+    """Reference models copied to the relative paths of `layout` (path -> source model)."""
+    for rel, src in layout.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(src.read_bytes())
+    return [tmp_path / rel for rel in layout]
+
+
+ONNX_DIR = REPO / "test_models" / "onnx"
+
+
+def test_same_named_models_go_to_distinct_subfolders(tmp_path, capsys):
+    """Model zoos name every file model.onnx: the outputs take the shortest distinct suffix of
+    their paths, each file equal to the model's conversion on its own."""
+    models = _zoo(tmp_path, {"a/model.onnx": ONNX_MODEL, "b/model.onnx": ONNX_DIR / "resnet_small.onnx",
+                             "c/x/model.onnx": ONNX_DIR / "mobilenetv2_small.onnx"})
+    outdir = tmp_path / "out"
+    code, out, err = main(capsys, *models, "-o", outdir)
+    assert (code, err) == (0, "")
+    names = ["a/model.armnn", "b/model.armnn", "x/model.armnn"]
+    assert sorted(str(p.relative_to(outdir)) for p in outdir.rglob("*.armnn")) == names
+    rows = table(out)
+    assert [rows[str(m)][:2] for m in models] == [[str(outdir / n), "ok"] for n in names]
+    for m, n in zip(models, names):
+        code, _, _ = main(capsys, m, "-o", tmp_path / "single.armnn")
+        assert code == 0 and (outdir / n).read_bytes() == (tmp_path / "single.armnn").read_bytes()
+        assert len(read((outdir / n).read_bytes()).layers) == int(rows[str(m)][2])
+
+
+def test_shortest_suffix_per_model_and_extensions_kept_in_one_folder(tmp_path):
+    paths = [str(tmp_path / p) for p in ("p/a/model.onnx", "q/a/model.onnx", "b/model.onnx", "b/model.tflite",
+                                         "other.onnx")]
+    assert cli._batch_names(paths) == ["p/a/model", "q/a/model", "model.onnx", "model.tflite", "other"]
+    assert cli._batch_names([str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx")]) == ["a", "b"]  # unchanged
+    # without -o each output goes next to its model
+    assert cli._output_paths(paths[2:4], None) == [str(tmp_path / "b/model.onnx.armnn"),
+                                                    str(tmp_path / "b/model.tflite.armnn")]
+
+
+def test_the_same_file_twice_is_refused(tmp_path, capsys):
+    (model,) = _zoo(tmp_path, {"a/model.onnx": ONNX_MODEL})
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    os.link(model, tmp_path / "a" / "hard.onnx")
+    for other in (tmp_path / "a" / ".." / "a" / "model.onnx", tmp_path / "link" / "model.onnx",
+                  tmp_path / "a" / "hard.onnx"):
+        code, out, err = main(capsys, model, other, "-o", tmp_path / "out")
+        assert (code, out) == (2, "")
+        assert err == f"armnn-import: error: {model} and {other} are the same file; give it once\n"
+        assert not (tmp_path / "out").exists()
 
 
 class FakeTerminal(io.StringIO):

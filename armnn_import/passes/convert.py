@@ -38,6 +38,27 @@ def to_float16(graph: Graph, report: Report) -> int:
     return n
 
 
+def fp16_widening_layer(target=None) -> LayerType | None:
+    """The layer that widens Float16 constants to Float32 at run time on `target`
+    (--fp16-weights), or None. The Arm NN 19.02 format written today (target None)
+    has none: its 32 layer types include no Cast, ConvertFp16ToFp32 or Dequantize (and
+    Arm NN 20.08's reference Dequantize takes only quantized inputs, not Float16).
+    A later target format answers here with its layer."""
+    return None
+
+
+def check_fp16_weights(target=None) -> LayerType:
+    """Refuse --fp16-weights where `target` has no widening layer (see fp16_widening_layer)."""
+    layer = fp16_widening_layer(target)
+    if layer is None:
+        raise ConversionError(f"--fp16-weights: the Arm NN {target or '19.02'} format has no layer that widens "
+                              "Float16 constants to Float32 at run time (no Cast or ConvertFp16ToFp32 layer, "
+                              "and Arm NN 20.08's reference Dequantize takes only quantized inputs), so Float16 "
+                              "weights cannot feed a Float32 network; convert without it (Float32), or with "
+                              "--fp16 (everything in Float16)")
+    return layer
+
+
 def set_io_layout(graph: Graph, perm_in, report: Report) -> int:
     """Give every 4-D input and output the layout `perm_in` maps to (numpy
     axes from the network's layout to the wanted one). A Permute after each
