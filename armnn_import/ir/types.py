@@ -154,9 +154,10 @@ class UnaryOperation(IntEnum):
     Ceil = 8
 
 
-# Enum values that a later format added to an enum of an earlier one.
-ENUM_SINCE = {UnaryOperation.LogicalNot: "23.08", UnaryOperation.Log: "23.08",
-              UnaryOperation.Sin: "23.08", UnaryOperation.Ceil: "23.08"}
+# Enum values that a later format added to an enum of an earlier one, by (enum, value):
+# IntEnum members of different enums with the same value are equal as dict keys.
+ENUM_SINCE = {(UnaryOperation, int(v)): "23.08" for v in (UnaryOperation.LogicalNot, UnaryOperation.Log,
+                                                         UnaryOperation.Sin, UnaryOperation.Ceil)}
 
 
 class ConstTensorData(IntEnum):
