@@ -24,6 +24,15 @@ class OpEntry:
     layers: tuple[str, ...]    # Arm NN layer types it becomes (for the catalogue)
     check: Callable | None = None  # pre-scan: (node, ctx) -> reason string or None
     notes: str = ""
+    needs: str = "19.02"       # the first target release whose format has the layers it needs
+
+    def target_problem(self, target) -> tuple[str, str] | None:
+        """(reason, hint) when `target` (armnn_import.target.Target) is older than `needs`."""
+        if target.at_least(self.needs):
+            return None
+        return (f"needs the Arm NN {self.needs} format ({', '.join(self.layers)}); the {target} format "
+                "has no exact lowering",
+                f"convert with --target {self.needs} (read by Arm NN {self.needs} and later)")
 
     def covers(self, version: int) -> bool:
         return self.since <= version and (self.until is None or version <= self.until)
@@ -39,10 +48,11 @@ class OpRegistry:
     _entries: dict[str, list[OpEntry]] = field(default_factory=dict)
 
     def register(self, *ops: str, since: int = 1, until: int | None = None,
-                 layers: tuple[str, ...] = (), check: Callable | None = None, notes: str = ""):
+                 layers: tuple[str, ...] = (), check: Callable | None = None, notes: str = "",
+                 needs: str = "19.02"):
         def deco(fn):
             for op in ops:
-                entry = OpEntry(op, since, until, fn, tuple(layers), check, notes)
+                entry = OpEntry(op, since, until, fn, tuple(layers), check, notes, needs)
                 lst = self._entries.setdefault(op, [])
                 if any(e.since == since for e in lst):
                     raise ValueError(f"{self.name}: {op} since {since} registered twice")

@@ -23,7 +23,9 @@ from armnn_import.ir import (ActivationDescriptor, ActivationFunction, BatchNorm
                              PermuteDescriptor, Pooling2dDescriptor, PoolingAlgorithm,
                              ReshapeDescriptor, ResizeBilinearDescriptor, SoftmaxDescriptor,
                              SpaceToBatchNdDescriptor, StridedSliceDescriptor, TensorInfo)
-from armnn_import.ir.descriptors import BINARY_LAYERS
+from armnn_import.ir.descriptors import (BINARY_LAYERS, LAYER_KINDS, ArgMinMaxDescriptor, ComparisonDescriptor,
+                                         ElementwiseUnaryDescriptor, LogSoftmaxDescriptor)
+from armnn_import.ir.types import ArgMinMaxFunction, ComparisonOperation, UnaryOperation
 
 F32, F16, QA8, S32, BOOL = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8,
                             DataType.Signed32, DataType.Boolean)
@@ -44,11 +46,11 @@ IN_Q = (0.04, 110)   # quantization of QuantisedAsymm8 test inputs
 class Maker:
     """Builds tensors of one data type: infos, random data and constants."""
 
-    def __init__(self, dtype: DataType, layout: DataLayout, seed: int):
+    def __init__(self, dtype: DataType, layout: DataLayout, seed: int, target: str = "19.02"):
         self.dt, self.layout = dtype, layout
         self.rng = np.random.default_rng(seed)
         self.inputs: list[np.ndarray] = []
-        self.g = Graph()
+        self.g = Graph(target)
 
     # NCHW shape -> this layout's shape
     def nchw(self, n, c, h, w):
@@ -211,12 +213,17 @@ def build_softmax(m):
 # Convolution2d and DepthwiseConvolution2d: Arm NN 19.02+ reads the early schema's
 # biasEnabled/dataLayout slots as dilations, so files only hold NCHW convolutions without
 # bias (descriptors.py); the "bias" variant and NHWC are checked to be refused by verify().
+def _dilation(variant):
+    # the 20.08 format's dilation fields (different in x and y)
+    return dict(dilation_x=2, dilation_y=3) if variant == "dilated" else {}
+
+
 def build_convolution2d(m, variant=None):
-    x = m.input("x", m.nchw(2, 3, 6, 7))
+    x = m.input("x", m.nchw(2, 3, 9, 7))
     w_shape = (4, 3, 3, 2) if m.layout == NCHW else (4, 3, 2, 3)    # [O, I, kH, kW] / [O, kH, kW, I]
-    bias = variant == "bias"
+    bias = variant in ("bias", "dilated")
     d = Convolution2dDescriptor(pad_left=0, pad_right=1, pad_top=1, pad_bottom=1, stride_x=1,
-                                stride_y=2, bias_enabled=bias, data_layout=m.layout)
+                                stride_y=2, bias_enabled=bias, data_layout=m.layout, **_dilation(variant))
     tensors = {"weights": m.const(w_shape)}
     if bias:
         tensors["biases"] = m.bias(4)
@@ -230,10 +237,10 @@ def build_convolution2d(m, variant=None):
 
 
 def build_depthwise(m, variant=None):
-    x = m.input("x", m.nchw(2, 3, 6, 7))
-    bias = variant == "bias"
+    x = m.input("x", m.nchw(2, 3, 9, 7))
+    bias = variant in ("bias", "dilated")
     d = DepthwiseConvolution2dDescriptor(pad_left=1, pad_right=1, pad_top=0, pad_bottom=2, stride_x=2,
-                                         stride_y=1, bias_enabled=bias, data_layout=m.layout)
+                                         stride_y=1, bias_enabled=bias, data_layout=m.layout, **_dilation(variant))
     tensors = {"weights": m.const((2, 3, 3, 2))}                      # [M, C, kH, kW]
     if bias:
         tensors["biases"] = m.bias(6)
@@ -379,6 +386,37 @@ def build_l2norm(m):
     m.out("y", m.g.add(LayerType.L2Normalization, "l2", [x], d, quant=q(m, 1 / 128, 128)).out())
 
 
+# -- the 20.08 format's layers --------------------------------------------------------------
+
+def build_arg_min_max(m):
+    x = m.input("x", (2, 3, 5, 7))
+    for name, fn, axis in [("argmax1", ArgMinMaxFunction.Max, 1), ("argmin3", ArgMinMaxFunction.Min, 3),
+                           ("argmax0", ArgMinMaxFunction.Max, 0)]:
+        m.out(f"y_{name}", m.g.add(LayerType.ArgMinMax, name, [x], ArgMinMaxDescriptor(fn, axis)).out())
+
+
+def build_log_softmax(m):
+    x = m.input("x", (2, 3, 5, 7))
+    for name, beta, axis in [("ls3", 1.0, 3), ("ls1", 0.5, 1)]:
+        l = m.g.add(LayerType.LogSoftmax, name, [x], LogSoftmaxDescriptor(beta, axis), quant=q(m, 1 / 16, 255))
+        m.out(f"y_{name}", l.out())
+
+
+def build_comparison(m):
+    a, b = m.input("a", (2, 3, 5, 7)), m.input("b", (2, 1, 5, 1))
+    for op in ComparisonOperation:
+        m.out(f"y_{op.name}", m.g.add(LayerType.Comparison, op.name, [a, b], ComparisonDescriptor(op)).out())
+
+
+def build_elementwise_unary(m, variant=None):
+    ops = [o for o in UnaryOperation if o.value <= 4]
+    x = m.input("x", (2, 3, 5, 7), positive=True)
+    for op in ops:
+        l = m.g.add(LayerType.ElementwiseUnary, op.name, [x], ElementwiseUnaryDescriptor(op),
+                    quant=q(m, 0.05, 128))
+        m.out(f"y_{op.name}", l.out())
+
+
 BUILDERS = {
     LayerType.Input: build_input, LayerType.Output: build_input,
     LayerType.Constant: build_constant, LayerType.Activation: build_activation,
@@ -392,6 +430,8 @@ BUILDERS = {
     LayerType.StridedSlice: build_strided_slice, LayerType.Gather: build_gather,
     LayerType.Mean: build_mean, LayerType.Merger: build_merger,
     LayerType.L2Normalization: build_l2norm,
+    LayerType.ArgMinMax: build_arg_min_max, LayerType.LogSoftmax: build_log_softmax,
+    LayerType.Comparison: build_comparison, LayerType.ElementwiseUnary: build_elementwise_unary,
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})
 assert set(BUILDERS) == set(LayerType)
@@ -405,12 +445,19 @@ VARIANTS = {
 }
 
 
+# The richer formats' variants of seed layers: what the 20.08 format adds to them.
+TARGET_VARIANTS = {
+    LayerType.Convolution2d: (None, "bias", "dilated"), LayerType.DepthwiseConvolution2d: (None, "bias", "dilated"),
+}
+
+
 @dataclass(frozen=True)
 class Case:
     layer: LayerType
     dtype: DataType
     layout: DataLayout | None = None
     variant: str | None = None
+    target: str = "19.02"   # the format the file is written in
 
     @property
     def name(self):
@@ -419,11 +466,11 @@ class Case:
     @property
     def id(self):
         parts = [self.name, self.dtype.name] + ([self.layout.name] if self.layout is not None else [])
-        return "-".join(parts)
+        return "-".join(parts) + (f"@{self.target}" if self.target != "19.02" else "")
 
     def build(self) -> tuple[Graph, list[np.ndarray]]:
         seed = (int(self.layer) * 31 + int(self.dtype)) * 7 + (int(self.layout) if self.layout is not None else 5)
-        m = Maker(self.dtype, self.layout if self.layout is not None else NCHW, seed)
+        m = Maker(self.dtype, self.layout if self.layout is not None else NCHW, seed, self.target)
         if self.variant:
             BUILDERS[self.layer](m, self.variant)
         else:
@@ -438,10 +485,13 @@ def _layouts(lt):
 def all_cases() -> list[Case]:
     cases = []
     for lt in sorted(LayerType, key=lambda t: t.name):
+        first = LAYER_KINDS[lt].since
         for dt in DTYPES:
-            cases += [Case(lt, dt, layout) for layout in _layouts(lt)]
+            cases += [Case(lt, dt, layout, target=first) for layout in _layouts(lt)]
         for v in VARIANTS.get(lt, ()):   # a variant is a fact about the layer, not the type
-            cases += [Case(lt, F32, layout, v) for layout in _layouts(lt)]
+            cases += [Case(lt, F32, layout, v, target=first) for layout in _layouts(lt)]
+        for v in TARGET_VARIANTS.get(lt, ()):  # (every data type: the bias is typed per input type)
+            cases += [Case(lt, dt, layout, v, target="20.08") for dt in (F32, F16, QA8) for layout in _layouts(lt)]
     return cases
 
 
@@ -477,8 +527,11 @@ UNSUPPORTED: dict[tuple, tuple[str, str]] = {
 SIGNED32_LAYERS = frozenset({
     LayerType.Input, LayerType.Output, LayerType.Constant, LayerType.Reshape, LayerType.Rsqrt,
     LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication, LayerType.Division,
-    LayerType.Minimum, LayerType.Maximum, LayerType.Equal, LayerType.Greater})
-BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, LayerType.Greater})
+    LayerType.Minimum, LayerType.Maximum, LayerType.Equal, LayerType.Greater,
+    LayerType.ArgMinMax, LayerType.Comparison})
+BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, LayerType.Greater,
+                            LayerType.Comparison})
+UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
 for _lt in LayerType:
     for _dt, _ok in ((S32, SIGNED32_LAYERS), (BOOL, BOOLEAN_LAYERS)):
         if _lt not in _ok and _lt != LayerType.Gather:
@@ -517,8 +570,8 @@ def _lookup(table, case: Case):
 def status(case: Case) -> tuple[str, object]:
     """("pass", None), ("unsupported", (reason, fragment)), ("not expressible", reason)
     or ("divergent", reason)."""
-    for kind, table in (("not expressible", NOT_EXPRESSIBLE), ("unsupported", UNSUPPORTED),
-                        ("divergent", DIVERGENT)):
+    for kind, table in (("not expressible", NOT_EXPRESSIBLE if case.target == "19.02" else {}),
+                        ("unsupported", UNSUPPORTED), ("divergent", DIVERGENT)):
         found = _lookup(table, case)
         if found is not None:
             return kind, found

@@ -6,4 +6,5 @@ run_all(graph, inputs) -> every output slot by Port; evaluate(layer, arrays)
 -> one layer's outputs (used by constant folding).
 """
 from .layers import LAYER_FUNCTIONS  # noqa: F401
+from . import releases  # noqa: F401  (registers the richer formats' layers)
 from .run import evaluate, run, run_all  # noqa: F401

@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .types import (ActivationFunction, DataLayout, LayerType, NormalizationAlgorithmChannel,
-                    NormalizationAlgorithmMethod, OutputShapeRounding, PaddingMethod,
-                    PoolingAlgorithm)
+from .types import (ActivationFunction, ArgMinMaxFunction, ComparisonOperation, DataLayout, LayerType,
+                    NormalizationAlgorithmChannel, NormalizationAlgorithmMethod, OutputShapeRounding,
+                    PaddingMethod, PoolingAlgorithm, UnaryOperation)
 
 
 def _tuple(default=(), elem="uint32"):
@@ -33,9 +33,12 @@ def _since(release: str, default):
 
 
 def since(thing) -> str:
-    """The first release whose format has a layer type or a descriptor field."""
+    """The first release whose format has a layer type, a descriptor field or an enum value."""
+    from .types import ENUM_SINCE
     if isinstance(thing, LayerType):
         return LAYER_KINDS[thing].since
+    if isinstance(thing, IntEnum):
+        return ENUM_SINCE.get((type(thing), int(thing)), "19.02")
     if isinstance(thing, dataclasses.Field):
         return thing.metadata.get("since", "19.02")
     raise TypeError(f"no release for {thing!r}")
@@ -223,6 +226,30 @@ class OriginsDescriptor:
     view_origins: tuple[tuple[int, ...], ...] = _tuple()
 
 
+# -- the 20.08 format's descriptors ---------------------------------------------
+
+@dataclass
+class ArgMinMaxDescriptor:
+    arg_min_max_function: ArgMinMaxFunction = ArgMinMaxFunction.Min
+    axis: int = 0
+
+
+@dataclass
+class ComparisonDescriptor:
+    operation: ComparisonOperation = ComparisonOperation.Equal
+
+
+@dataclass
+class ElementwiseUnaryDescriptor:
+    operation: UnaryOperation = UnaryOperation.Abs
+
+
+@dataclass
+class LogSoftmaxDescriptor:
+    beta: float = 1.0
+    axis: int = -1
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -269,9 +296,16 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Mean: LayerKind("MeanLayer", MeanDescriptor, ()),
     LayerType.Merger: LayerKind("MergerLayer", OriginsDescriptor, ()),
     LayerType.L2Normalization: LayerKind("L2NormalizationLayer", L2NormalizationDescriptor, ()),
+    LayerType.ArgMinMax: LayerKind("ArgMinMaxLayer", ArgMinMaxDescriptor, (), since="20.08"),
+    LayerType.LogSoftmax: LayerKind("LogSoftmaxLayer", LogSoftmaxDescriptor, (), since="20.08"),
+    LayerType.Comparison: LayerKind("ComparisonLayer", ComparisonDescriptor, (), since="20.08"),
+    # (in the 20.08 format too, but the 20.08 deserializer cannot read it: its GetBaseLayer has
+    # no case for ElementwiseUnaryLayer, "Layer type 7 not recognized"; so the 23.08 target on)
+    LayerType.ElementwiseUnary: LayerKind("ElementwiseUnaryLayer", ElementwiseUnaryDescriptor, (),
+                                          since="23.08"),
 }
 
-assert len(LAYER_KINDS) == 32
+assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32
 
 # The schema's `union Layer` lists the layer tables in its own order; the tag
 # of a table is its 1-based position there.
@@ -283,7 +317,18 @@ UNION_ORDER = (
     "EqualLayer", "MaximumLayer", "NormalizationLayer", "PadLayer", "RsqrtLayer", "FloorLayer",
     "GreaterLayer", "ResizeBilinearLayer", "SubtractionLayer", "StridedSliceLayer", "GatherLayer",
     "MeanLayer", "MergerLayer", "L2NormalizationLayer",
+    # 20.08 (each release's union starts with the previous one's)
+    "SplitterLayer", "DetectionPostProcessLayer", "LstmLayer", "QuantizedLstmLayer", "QuantizeLayer",
+    "DequantizeLayer", "MergeLayer", "SwitchLayer", "ConcatLayer", "SpaceToDepthLayer", "PreluLayer",
+    "TransposeConvolution2dLayer", "ResizeLayer", "StackLayer", "AbsLayer", "ArgMinMaxLayer", "SliceLayer",
+    "DepthToSpaceLayer", "InstanceNormalizationLayer", "LogSoftmaxLayer", "ComparisonLayer", "StandInLayer",
+    "ElementwiseUnaryLayer", "TransposeLayer", "QLstmLayer", "FillLayer", "RankLayer",
+    # 23.08
+    "LogicalBinaryLayer", "ReduceLayer", "CastLayer", "ShapeLayer", "UnidirectionalSequenceLstmLayer",
+    "ChannelShuffleLayer", "Convolution3dLayer", "Pooling3dLayer", "GatherNdLayer", "BatchMatMulLayer",
+    "ElementwiseBinaryLayer", "ReverseV2Layer", "TileLayer",
 )
+UNION_SIZE = {"19.02": 32, "20.08": 59, "23.08": 72}
 
 # Elementwise binary layers: two inputs, numpy-style broadcasting of equal ranks.
 BINARY_LAYERS = frozenset({

@@ -16,7 +16,7 @@ from .types import DataLayout, DataType, LayerType, OutputShapeRounding, TensorI
 NUM_INPUTS = {t: 1 for t in LayerType}
 NUM_INPUTS.update({t: 2 for t in BINARY_LAYERS})
 NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 2,
-                   LayerType.Merger: None})
+                   LayerType.Merger: None, LayerType.Comparison: 2})
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
 
@@ -204,6 +204,18 @@ def _merger(layer, ins):
     return [ins[0].with_shape(out)]
 
 
+def _reduced(layer, ins, dtype):
+    x, axis = ins[0].shape, layer.desc.axis
+    if not -len(x) <= axis < len(x):
+        raise GraphError(f"{layer.name}: axis {axis} out of range for rank {len(x)}")
+    axis %= len(x)
+    return [TensorInfo(x[:axis] + x[axis + 1:], dtype)]
+
+
+def _comparison(layer, ins):
+    return [TensorInfo(broadcast_shape(ins[0].shape, ins[1].shape, layer.name), DataType.Boolean)]
+
+
 def _reshape(layer, ins):
     target = tuple(layer.desc.target_shape)
     if math.prod(target) != ins[0].num_elements:
@@ -223,6 +235,9 @@ _RULES = {
     LayerType.Gather: _gather, LayerType.Mean: _mean, LayerType.Merger: _merger,
     LayerType.Constant: lambda layer, ins: [layer.tensors["input"].info],
     LayerType.Output: lambda layer, ins: [],
+    # the 20.08 format
+    LayerType.ArgMinMax: lambda layer, ins: _reduced(layer, ins, DataType.Signed32),
+    LayerType.Comparison: _comparison, LayerType.ElementwiseUnary: _same, LayerType.LogSoftmax: _same,
 }
 _RULES.update({t: _binary for t in BINARY_LAYERS})
 

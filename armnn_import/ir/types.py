@@ -121,6 +121,43 @@ class LayerType(IntEnum):
     Mean = 29
     Merger = 30
     L2Normalization = 31
+    # the 20.08 format (the values are its LayerType enum's)
+    ArgMinMax = 47
+    LogSoftmax = 51
+    Comparison = 52
+    ElementwiseUnary = 54
+
+
+class ArgMinMaxFunction(IntEnum):
+    Min = 0
+    Max = 1
+
+
+class ComparisonOperation(IntEnum):
+    Equal = 0
+    Greater = 1
+    GreaterOrEqual = 2
+    Less = 3
+    LessOrEqual = 4
+    NotEqual = 5
+
+
+class UnaryOperation(IntEnum):
+    Abs = 0
+    Rsqrt = 1
+    Sqrt = 2
+    Exp = 3
+    Neg = 4
+    LogicalNot = 5  # the 23.08 format on (ENUM_SINCE)
+    Log = 6
+    Sin = 7
+    Ceil = 8
+
+
+# Enum values that a later format added to an enum of an earlier one, by (enum, value):
+# IntEnum members of different enums with the same value are equal as dict keys.
+ENUM_SINCE = {(UnaryOperation, int(v)): "23.08" for v in (UnaryOperation.LogicalNot, UnaryOperation.Log,
+                                                         UnaryOperation.Sin, UnaryOperation.Ceil)}
 
 
 class ConstTensorData(IntEnum):

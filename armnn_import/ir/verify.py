@@ -179,13 +179,18 @@ def _beyond_target(layer, target) -> list[str]:
             f"{target} format ({why(f)}; --target {since(f)} writes it), so it must keep its default "
             f"{show(f.default)}"
             for f in dataclasses.fields(desc)
-            if not target.at_least(since(f)) and getattr(desc, f.name) != f.default]
+            if not target.at_least(since(f)) and getattr(desc, f.name) != f.default] + \
+        [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}, which the Arm NN {target} format "
+         f"lacks (--target {since(getattr(desc, f.name))} has it)"
+         for f in dataclasses.fields(desc)
+         if isinstance(getattr(desc, f.name), IntEnum) and not target.has(getattr(desc, f.name))]
 
 
 UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
 # The only signed scalar descriptor fields of the schema (StridedSliceDescriptor);
 # vector fields name their element type in their metadata.
-_SIGNED = {"begin_mask", "end_mask", "shrink_axis_mask", "ellipsis_mask", "new_axis_mask"}
+_SIGNED = {"begin_mask", "end_mask", "shrink_axis_mask", "ellipsis_mask", "new_axis_mask",
+           "axis"}  # (ArgMinMaxDescriptor, LogSoftmaxDescriptor: int)
 
 
 def _out_of_range(layer) -> list[str]:

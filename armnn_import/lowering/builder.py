@@ -42,6 +42,11 @@ class NetBuilder:
         self.g = graph if graph is not None else Graph()
         self.report = report if report is not None else Report()
 
+    @property
+    def target(self):
+        """The Arm NN release whose format the network is written in (armnn_import.target)."""
+        return self.g.target
+
     def add(self, ltype, name, inputs, desc=None, **kw) -> Port:
         return self.g.add(ltype, name, inputs, desc, **kw).out()
 
@@ -392,6 +397,21 @@ class NetBuilder:
         if tuple(strides) != (1, 1):
             y = self.slice(y, [None] * 4, [None] * 4, [1, 1, strides[0], strides[1]], f"{name}_stride")
         return y
+
+    # -- layers of the richer formats (callers check self.target first) ------------
+    def arg_min_max(self, x: Port, axis: int, function, name: str) -> Port:
+        """The index (Signed32) of the first smallest or largest value along `axis`."""
+        return self.add(LayerType.ArgMinMax, name, [x], D.ArgMinMaxDescriptor(function, axis % x.info.rank))
+
+    def log_softmax(self, x: Port, axis: int, name: str, beta: float = 1.0) -> Port:
+        return self.add(LayerType.LogSoftmax, name, [x], D.LogSoftmaxDescriptor(beta, axis % x.info.rank))
+
+    def unary(self, x: Port, op, name: str, quant=None) -> Port:
+        return self.add(LayerType.ElementwiseUnary, name, [x], D.ElementwiseUnaryDescriptor(op), quant=quant)
+
+    def compare(self, op, a: Port, b: Port, name: str) -> Port:
+        a, b = self._equal_rank(a, b, name)
+        return self.add(LayerType.Comparison, name, [a, b], D.ComparisonDescriptor(op))
 
     def pool2d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
                layout: DataLayout = DataLayout.NCHW, ceil: bool = False, exclude_pad: bool = True,

@@ -12,7 +12,7 @@ import flatbuffers
 import numpy as np
 
 from ..errors import ReadError
-from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name, since
+from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, UNION_SIZE, schema_name, since
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import ConstTensor, ConstTensorData, DataType, LayerType, TensorInfo
 from ..target import Target
@@ -118,10 +118,14 @@ def _descriptor(buf, obj, cls, what: str):
 def _read_layer(buf, any_layer, position: int):
     fb = buf.fb
     tag = any_layer.LayerType()
-    if not 1 <= tag <= len(UNION_ORDER):
-        raise ReadError(f"layer {position}: layer type tag {tag} is not in this schema "
+    size = UNION_SIZE[buf.target.release]
+    if not 1 <= tag <= size:
+        raise ReadError(f"layer {position}: layer type tag {tag} is not in the Arm NN {buf.target} format "
                         "(the file was probably written by a newer Arm NN serializer)")
     table = UNION_ORDER[tag - 1]
+    if table not in _KIND_BY_TABLE:
+        raise ReadError(f"layer {position}: {table} is in the Arm NN {buf.target} format, "
+                        "but armnn-import does not read it")
     ltype, kind = _KIND_BY_TABLE[table]
     raw = any_layer.Layer()
     if raw is None:

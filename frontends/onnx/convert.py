@@ -440,6 +440,8 @@ class Converter(LoweringContext):
                 have = ", ".join(e.version_range for e in REGISTRY.entries() if e.op == node.op)
                 return (f"not supported at opset {self.opset} (supported opsets: {have})", "")
             return (REFUSED.get(node.op, "no exact lowering onto Arm NN's layers"), "")
+        if entry.target_problem(self.g.target):
+            return entry.target_problem(self.g.target)
         if entry.check is not None:
             try:
                 r = entry.check(node, view)

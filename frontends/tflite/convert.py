@@ -324,6 +324,8 @@ class Ctx:
                 return (f"operator version {op.version} is not supported "
                         f"(known: {', '.join(e.version_range for e in versions)})")
             return REFUSED.get(op.op, "no exact lowering onto Arm NN's 32 layer types")
+        if entry.target_problem(self.nb.g.target):
+            return entry.target_problem(self.nb.g.target)
         need = REQUIRED_INPUTS.get(op.op, 1)
         if len(op.inputs) < need or any(i < 0 for i in op.inputs[:need]):
             return f"needs {need} input tensors, has {sum(i >= 0 for i in op.inputs[:need])}"

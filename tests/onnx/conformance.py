@@ -80,7 +80,7 @@ def _needs_constant(err) -> bool:
     return "constant" in text
 
 
-def run_case(case, run_armnn) -> tuple[str, str]:
+def run_case(case, run_armnn, target: str = "19.02") -> tuple[str, str]:
     """(status, detail): status is pass, fail, refused (ArmnnImportError),
     crash (any other exception from the converter) or load_error (Arm NN
     rejected a file we wrote)."""
@@ -92,12 +92,12 @@ def run_case(case, run_armnn) -> tuple[str, str]:
     model, feed, frozen = case.model, list(inputs), False
     try:
         try:
-            result = armnn_import.convert(model)
+            result = armnn_import.convert(model, target=target)
         except ArmnnImportError as e:
             if not (_needs_constant(e) and len(inputs) > 1):
                 raise
             model, feed, frozen = freeze_inputs(case.model, inputs), list(inputs[:1]), True
-            result = armnn_import.convert(model)
+            result = armnn_import.convert(model, target=target)
         data = result.to_bytes()
     except ArmnnImportError as e:
         return "refused", "; ".join(e.lines())[:300]
@@ -135,10 +135,10 @@ def run_case(case, run_armnn) -> tuple[str, str]:
     return "pass", "frozen weight inputs" if frozen else ""
 
 
-def run_all(run_armnn, cases=None) -> dict[str, tuple[str, str, str]]:
-    """case name -> (op, status, detail)."""
+def run_all(run_armnn, cases=None, target: str = "19.02") -> dict[str, tuple[str, str, str]]:
+    """case name -> (op, status, detail), converting for `target` (an Arm NN release)."""
     cases = sorted(cases or node_cases(), key=lambda c: ("_expanded" in c.name, c.name))
-    return {c.name: (case_op(c), *run_case(c, run_armnn)) for c in cases}
+    return {c.name: (case_op(c), *run_case(c, run_armnn, target)) for c in cases}
 
 
 def per_op_table(results) -> dict[str, dict[str, int]]:
@@ -156,9 +156,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--json", help="write every case's result here")
     ap.add_argument("--all", action="store_true", help="print every operator, not only the listed ones")
+    ap.add_argument("--target", default="19.02", help="the Arm NN release whose format to write")
     args = ap.parse_args(argv)
     runner = build_harness()
-    results = run_all(lambda data, xs: run_armnn(data, xs, runner=runner))
+    results = run_all(lambda data, xs: run_armnn(data, xs, runner=runner), target=args.target)
     table = per_op_table(results)
     for op in sorted(table) if args.all else LISTED_OPS:
         counts = table.get(op, {})

@@ -8,6 +8,7 @@ import numpy as np
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
+from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
 
 from ..registry import register
@@ -236,3 +237,14 @@ def cast(ctx, node):
         return y
     raise Unsupported("casts of run-time tensors other than float32/bool -> float32/bool have no Arm NN layer")
 
+
+
+def _unary(op):
+    def convert(ctx, node):
+        return ctx.b.unary(ctx.port(node, 0), op, ctx.name(node))
+    convert.__name__ = op.name.lower()
+    return convert
+
+
+register("Log", since=6, layers=("ElementwiseUnary",), needs="23.08")(_unary(UnaryOperation.Log))
+register("Sin", since=7, layers=("ElementwiseUnary",), needs="23.08")(_unary(UnaryOperation.Sin))

@@ -197,3 +197,20 @@ def softmax(ctx, node):
     x = ctx.port(node, 0)
     axis = norm_axes([ctx.attr(node, "axis", -1)], x.info.rank)[0]
     return ctx.b.softmax(x, axis, 1.0, ctx.name(node))
+
+
+@register("LogSoftmax", since=1, until=12, layers=("LogSoftmax", "Reshape"), needs="20.08")
+def log_softmax_flat(ctx, node):
+    """Opsets < 13: log-softmax of x flattened to 2-D at `axis`."""
+    x, n = ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(x)
+    axis = norm_axes([ctx.attr(node, "axis", 1)], len(shape))[0]
+    flat = ctx.b.reshape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))),
+                         f"{n}_2d")
+    return ctx.to_shape(ctx.b.log_softmax(flat, -1, f"{n}_ls"), shape, n)
+
+
+@register("LogSoftmax", since=13, layers=("LogSoftmax",), needs="20.08")
+def log_softmax(ctx, node):
+    x = ctx.port(node, 0)
+    return ctx.b.log_softmax(x, norm_axes([ctx.attr(node, "axis", -1)], x.info.rank)[0], ctx.name(node))

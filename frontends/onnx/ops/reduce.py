@@ -6,7 +6,7 @@ import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
-from armnn_import.ir.types import PoolingAlgorithm
+from armnn_import.ir.types import ArgMinMaxFunction, PoolingAlgorithm
 from armnn_import.lowering import Unsupported
 
 from ..registry import needs_const, register
@@ -128,3 +128,30 @@ def reduce_prod(ctx, node):
             nxt.append(parts[-1])
         parts = nxt
     return ctx.to_shape(parts[0], _out_shape(shape, axes, keep), f"{n}_shape")
+
+
+def _check_arg(node, ctx):
+    if ctx.attr(node, "select_last_index", 0):
+        return "select_last_index=1 (Arm NN's ArgMinMax returns the first index of a tie)"
+    return None
+
+
+def _arg(function):
+    def convert(ctx, node):
+        x, n = ctx.port(node, 0), ctx.name(node)
+        shape = ctx.lshape(x)
+        if not shape:
+            raise Unsupported("ArgMax/ArgMin of a scalar")
+        axis = norm_axes([ctx.attr(node, "axis", 0)], len(shape))[0]
+        y = ctx.b.arg_min_max(x, axis, function, n if not ctx.attr(node, "keepdims", 1) else f"{n}_arg")
+        keep = tuple(1 if i == axis else d for i, d in enumerate(shape))
+        out = keep if ctx.attr(node, "keepdims", 1) else keep[:axis] + keep[axis + 1:]
+        return ctx.to_shape(y, out, n)
+    convert.__name__ = f"arg_{function.name.lower()}"
+    return convert
+
+
+register("ArgMax", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", check=_check_arg,
+         notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Max))
+register("ArgMin", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", check=_check_arg,
+         notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Min))

@@ -1,0 +1,73 @@
+"""Layers of the richer formats (the 20.08 format on), following Arm NN's CpuRef
+reference workloads of the release that introduced them (20.08:
+src/backends/reference/workloads/ArgMinMax.cpp, LogSoftmax.cpp,
+RefComparisonWorkload.cpp, RefElementwiseUnaryWorkload.cpp)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ExecutionError
+from ..ir.types import ArgMinMaxFunction, ComparisonOperation, LayerType, UnaryOperation
+from .layers import _cpp_max, layer_fn
+from .numeric import F32, decode, encode
+
+
+@layer_fn(LayerType.ArgMinMax)
+def arg_min_max(layer, ins, infos):
+    # The first index whose value beats every earlier one with a strict < or >: ties keep
+    # the first, and a NaN never wins unless it comes first.
+    x = decode(ins[0], infos[0])
+    axis = layer.desc.axis % x.ndim
+    x = np.moveaxis(x, axis, 0)
+    best, index = x[0].copy(), np.zeros(x.shape[1:], np.int32)
+    for i in range(1, x.shape[0]):
+        better = x[i] < best if layer.desc.arg_min_max_function == ArgMinMaxFunction.Min else x[i] > best
+        best = np.where(better, x[i], best)
+        index = np.where(better, np.int32(i), index)
+    return [index]
+
+
+@layer_fn(LayerType.LogSoftmax)
+def log_softmax(layer, ins, infos):
+    x = decode(ins[0], infos[0])
+    axis, beta = layer.desc.axis % x.ndim, F32(layer.desc.beta)
+    xs = np.moveaxis(x, axis, 0)
+    top = xs[0]
+    for i in range(1, xs.shape[0]):
+        top = _cpp_max(top, xs[i])                 # std::max(maxValue, value)
+    with np.errstate(all="ignore"):
+        total = np.zeros_like(top)
+        for i in range(xs.shape[0]):               # the C++ loop's order of summation
+            total = (total + np.exp((xs[i] - top) * beta)).astype(F32)
+        y = (xs - top) * beta - np.log(total)
+    return [encode(np.moveaxis(y, 0, axis), layer.outputs[0])]
+
+
+_COMPARE = {ComparisonOperation.Equal: np.equal, ComparisonOperation.Greater: np.greater,
+            ComparisonOperation.GreaterOrEqual: np.greater_equal, ComparisonOperation.Less: np.less,
+            ComparisonOperation.LessOrEqual: np.less_equal, ComparisonOperation.NotEqual: np.not_equal}
+
+
+@layer_fn(LayerType.Comparison)
+def comparison(layer, ins, infos):
+    a, b = (decode(x, i) for x, i in zip(ins, infos))
+    if a.ndim != b.ndim:
+        raise ExecutionError(f"{layer.name}: inputs have ranks {a.ndim} and {b.ndim}")
+    with np.errstate(invalid="ignore"):
+        return [np.asarray(_COMPARE[layer.desc.operation](a, b), bool)]
+
+
+_UNARY = {UnaryOperation.Abs: np.abs, UnaryOperation.Exp: np.exp, UnaryOperation.Neg: np.negative,
+          UnaryOperation.Rsqrt: lambda x: F32(1) / np.sqrt(x), UnaryOperation.Sqrt: np.sqrt,
+          UnaryOperation.Log: np.log, UnaryOperation.Sin: np.sin, UnaryOperation.Ceil: np.ceil,
+          UnaryOperation.LogicalNot: np.logical_not}
+
+
+@layer_fn(LayerType.ElementwiseUnary)
+def elementwise_unary(layer, ins, infos):
+    op = layer.desc.operation
+    if op == UnaryOperation.LogicalNot:  # on Boolean data, no decoding
+        return [np.logical_not(np.asarray(ins[0], bool))]
+    with np.errstate(all="ignore"):
+        y = _UNARY[op](decode(ins[0], infos[0]))
+    return [encode(y, layer.outputs[0])]
