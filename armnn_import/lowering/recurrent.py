@@ -35,8 +35,9 @@ class Cell:
 
     w [G*H, I], r [G*H, H]: input and recurrent weights ([out, in], gates in
     the order above); wb, rb [G*H] or None: input and recurrent biases;
-    acts: LSTM (f, g, h), GRU (f, g), RNN (f,), each (function, a, b);
-    peephole: LSTM (p_i, p_f, p_o), each [H], or None."""
+    acts: LSTM (f, g, h), GRU (f, g), RNN (f,), each (function, a, b) or None (identity);
+    peephole: LSTM (p_i, p_f, p_o), each [H], or None; cell_clip: LSTM, TFLite's
+    clamp of the new cell state to [-cell_clip, cell_clip] (0: none)."""
     kind: str
     w: np.ndarray
     r: np.ndarray
@@ -45,6 +46,7 @@ class Cell:
     acts: tuple
     peephole: tuple | None = None
     linear_before_reset: bool = False
+    cell_clip: float = 0.0
 
     @property
     def hidden(self) -> int:
@@ -92,7 +94,8 @@ def unroll(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None, 
 
 
 def _act(b, x, act, name):
-    return b.activation(x, act[0], name, act[1], act[2])
+    """act: (function, a, b), or None for the identity."""
+    return x if act is None else b.activation(x, act[0], name, act[1], act[2])
 
 
 def _recurrent(b, cell, px, h, rbias, name):
@@ -123,6 +126,8 @@ def _lstm_step(b, cell, px, h, c, rbias, name):
     ig = b.binary(L.Multiplication, i, g, f"{name}_ig")
     c_new = ig if c is None else b.binary(L.Addition, b.binary(L.Multiplication, f, c, f"{name}_fc"), ig,
                                           f"{name}_c")
+    if cell.cell_clip > 0:
+        c_new = b.clamp(c_new, -cell.cell_clip, cell.cell_clip, f"{name}_c_clip")
     if cell.peephole is not None:
         o = _act(b, _peep(b, _cols(b, gates, 2 * hid, 3 * hid, f"{name}_o_in"), c_new, po, f"{name}_po"),
                  f_act, f"{name}_o")
