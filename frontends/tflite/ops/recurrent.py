@@ -2,8 +2,8 @@
 unrolled over the static sequence length (armnn_import/lowering/recurrent.py).
 
 The state inputs are variable tensors: LiteRT keeps them from one invocation
-to the next, while an Arm NN network has no state, so every run starts from
-their initial value (zeros unless the file holds one)."""
+to the next (starting from zeros), while an Arm NN network has no state, so
+every run starts from zeros, as LiteRT's first invocation does."""
 from __future__ import annotations
 
 import numpy as np
@@ -47,6 +47,9 @@ def _check_common(op, ctx, weights, state):
     for i in state:
         if not _present(op, i):
             return f"state input {i} is missing"
+        if ctx.t(op.inputs[i]).data is not None:
+            return (f"state tensor {ctx.t(op.inputs[i]).name!r} is a variable with a buffer, "
+                    "which LiteRT does not load either")
     return None
 
 
@@ -56,6 +59,9 @@ def _check_lstm(op, ctx):
         return f"{len(op.inputs)} inputs, not 20 or 24"
     if float(o.get("cell_clip", 0.0)) < 0:
         return f"cell_clip = {o['cell_clip']}"
+    if int(o.get("fused_activation_function", 0)) == 0:
+        # ApplyActivationToVector returns without writing its result for NONE
+        return "fused activation NONE: LiteRT's kernel leaves the cell output undefined (not the identity)"
     if o.get("diagonal_recurrent_tensors"):
         return "diagonal recurrent weights"
     if not _present(op, 1) or not _present(op, 5) or not _present(op, 12):
@@ -72,26 +78,14 @@ def _check_rnn(op, ctx):
     return _check_common(op, ctx, (1, 2, 3), (4,))
 
 
-def _state(ctx, op, k, batch, hid, name):
-    """The initial value of variable tensor input k as a [B, H] Port, or None for zeros."""
-    i = op.inputs[k]
-    data = ctx.m.tensors[i].data
-    if data is None or not np.asarray(data).any():
-        return None
-    arr = np.asarray(data, np.float32).reshape(batch, hid)
-    return ctx.nb.constant(ctx.port(op.inputs[0]), arr, name)
-
-
 def _unroll(ctx, op, cell, state_inputs):
     nb, name, o = ctx.nb, ctx.name(op), op.options
     x = ctx.port(op.inputs[0])
     time_axis = 0 if o.get("time_major", False) else 1
     batch, hid = x.info.shape[1 - time_axis], cell.hidden
-    h0 = _state(ctx, op, state_inputs[0], batch, hid, f"{name}_h0")
-    c0 = _state(ctx, op, state_inputs[1], batch, hid, f"{name}_c0") if len(state_inputs) > 1 else None
     ctx.report.warn(f"{ctx.node(op)}: {op.op}'s state is a variable that LiteRT carries from one invocation "
-                    "to the next; the Arm NN network starts every run from its initial value")
-    hs, _, _ = R.unroll(nb, cell, x, time_axis, h0, c0, False, name)
+                    "to the next; the Arm NN network starts every run from zeros, as a new interpreter does")
+    hs, _, _ = R.unroll(nb, cell, x, time_axis, None, None, False, name)
     ctx.set(op, 0, R.stack(nb, hs, time_axis, name))
 
 
