@@ -24,7 +24,6 @@ from ..ir.types import ActivationFunction as AF
 from ..ir.types import LayerType as L
 from .builder import NetBuilder
 
-GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 # (function, a, b) of an Arm NN Activation
 SIGMOID, TANH, RELU = (AF.Sigmoid, 0.0, 0.0), (AF.TanH, 1.0, 1.0), (AF.ReLu, 0.0, 0.0)
 

@@ -4,6 +4,7 @@ and compared with onnxruntime (layout 0) or onnx.reference (layout 1, which
 onnxruntime refuses); the numpy executor must agree too. Then the refusals."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -24,6 +25,7 @@ ort = pytest.importorskip("onnxruntime")
 RTOL, ATOL = 1e-5, 1e-5
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 T, B, I, H = 5, 2, 3, 4
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def recurrent_model(op, *, direction="forward", layout=0, bias=True, h0=None, c0=None, peephole=False,
@@ -185,11 +187,12 @@ def test_cli_refuses_a_dynamic_sequence_length(tmp_path):
     path, out = tmp_path / "dyn.onnx", tmp_path / "dyn.armnn"
     onnx.save(model, str(path))
     proc = subprocess.run([sys.executable, "-m", "armnn_import", str(path), "-o", str(out)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "sequence length" in proc.stderr and "dynamic" in proc.stderr and "--input-shape" in proc.stderr
     assert "Traceback" not in proc.stderr and not out.exists()
     pinned = subprocess.run([sys.executable, "-m", "armnn_import", str(path), "-o", str(out),
-                             "--input-shape", f"X={T},{B},{I}"], capture_output=True, text=True, timeout=120)
+                             "--input-shape", f"X={T},{B},{I}"], capture_output=True, text=True, cwd=REPO,
+                            timeout=120)
     assert pinned.returncode == 0, pinned.stderr
     assert out.exists()
