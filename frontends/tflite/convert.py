@@ -42,9 +42,10 @@ OPTION_RANGES = {"stride_h": (1, None), "stride_w": (1, None), "dilation_h_facto
                  "dilation_w_factor": (1, None), "filter_height": (1, None), "filter_width": (1, None),
                  "block_size": (1, None), "radius": (0, None), "num_splits": (1, None), "padding": (0, 1),
                  "mode": (0, 1)}
-MULTI_OUTPUT = {"SPLIT", "SPLIT_V", "UNPACK"}
+MULTI_OUTPUT = {"SPLIT", "SPLIT_V", "UNPACK", "BIDIRECTIONAL_SEQUENCE_LSTM"}
 # Variable tensors an operator reads as its initial state (ops/recurrent.py)
-STATE_INPUTS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "UNIDIRECTIONAL_SEQUENCE_RNN": (4,)}
+STATE_INPUTS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "UNIDIRECTIONAL_SEQUENCE_RNN": (4,),
+                "BIDIRECTIONAL_SEQUENCE_LSTM": (35, 36, 37, 38)}
 # Type rules (see Ctx._type_problem): operators whose output type may differ from their input's,
 # operators all of whose inputs are data (the rest read data from one input: DATA_INPUT, else 0).
 TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE"}

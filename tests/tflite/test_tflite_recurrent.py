@@ -54,6 +54,25 @@ def lstm_model(time_major=False, act="TANH", cell_clip=0.0, drop=(), extra=(), w
     return mb.build(infer), r.standard_normal((T, B, I) if time_major else (B, T, I)).astype(np.float32) * 1.5
 
 
+def bidi_model(time_major=False, merge=True, peephole_bw=False, infer=True):
+    r = _rng("bidi", time_major, merge)
+    mb = ModelBuilder()
+    x = mb.input("x", (T, B, I) if time_major else (B, T, I))
+    w = lambda *s: mb.const(f"w{len(mb.tensors)}", (r.standard_normal(s) * 0.6).astype(np.float32))  # noqa: E731
+    ins = [x]
+    for base in (0, 17):
+        ins += [w(H, I) for _ in range(4)] + [w(H, H) for _ in range(4)]
+        ins += [w(H) for _ in range(3)] if peephole_bw and base else [-1] * 3
+        ins += [w(H) for _ in range(4)] + [-1, -1]
+    ins += [mb.tensor(f"state{k}", (B, H), variable=True) for k in range(4)] + [-1] * 9
+    y = mb.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins, "BidirectionalSequenceLSTMOptions", outputs=1 if merge else 2,
+              fused_activation_function="TANH", cell_clip=0.0, proj_clip=0.0, merge_outputs=merge,
+              time_major=time_major)
+    for t in (y if isinstance(y, list) else [y]):
+        mb.output(t)
+    return mb.build(infer), r.standard_normal((T, B, I) if time_major else (B, T, I)).astype(np.float32) * 1.5
+
+
 def rnn_model(time_major=False, act="TANH"):
     r = _rng("rnn", time_major, act)
     mb = ModelBuilder()
@@ -69,15 +88,17 @@ def rnn_model(time_major=False, act="TANH"):
 
 
 def check(armnn_runner, tmp_path, data, x):
-    want = run_litert(data, [x])[0]
+    wants = run_litert(data, [x])
     result = armnn_import.convert(data)
     assert any("state is a variable" in w for w in result.report.warnings)
     path = tmp_path / "model.armnn"
     result.save(path)
-    got = armnn_runner(str(path), [x])[0]
-    mine = run(result.network, [x])[0]
-    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(mine.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    got = armnn_runner(str(path), [x])
+    mine = run(result.network, [x])
+    assert len(got) == len(mine) == len(wants)
+    for g, m, want in zip(got, mine, wants):
+        np.testing.assert_allclose(g.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(m.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("time_major", [False, True])
@@ -95,6 +116,18 @@ def test_lstm_cell_clip(armnn_runner, tmp_path, time_major):
 @pytest.mark.parametrize("act", ["TANH", "RELU", "NONE"])
 def test_rnn_matches_litert(armnn_runner, tmp_path, time_major, act):
     check(armnn_runner, tmp_path, *rnn_model(time_major, act))
+
+
+@pytest.mark.parametrize("time_major", [False, True])
+@pytest.mark.parametrize("merge", [True, False])
+def test_bidirectional_lstm_matches_litert(armnn_runner, tmp_path, time_major, merge):
+    check(armnn_runner, tmp_path, *bidi_model(time_major, merge))
+
+
+def test_bidirectional_lstm_peephole_is_refused():
+    with pytest.raises(UnsupportedModelError) as info:
+        armnn_import.convert(bidi_model(peephole_bw=True, infer=False)[0])
+    assert "peephole" in info.value.problems[0].reason
 
 
 REFUSED = [
