@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ir.graph import Port
 from ..ir.types import ActivationFunction as AF
+from ..ir.types import ConstTensor
 from ..ir.types import LayerType as L
 from .builder import NetBuilder
 
@@ -74,6 +75,7 @@ def unroll(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None, 
                           (x.info.shape[1], x.info.shape[0], x.info.shape[2]))
     n = steps * batch
     bias, rbias = cell.biases()
+    wts = _Weights(cell, rbias)
     flat = b.reshape(x, (n, size), f"{name}_x2d")
     proj = b.fully_connected(flat, np.ascontiguousarray(cell.w, np.float32), bias, f"{name}_xw")
     b.report.decomposition(cell.kind.upper(), "unrolled: one FullyConnected for the inputs, per step a "
@@ -87,7 +89,7 @@ def unroll(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None, 
             px = b.take(proj, 0, t * batch, (t + 1) * batch, f"{name}_t{t}_x")
         else:  # rows b * T + t
             px = b.take(proj, 0, t, n, f"{name}_t{t}_x", step=steps)
-        h, c = step_fn(b, cell, px, h, c, rbias, f"{name}_t{t}")
+        h, c = step_fn(b, cell, px, h, c, wts, f"{name}_t{t}")
         hs[t] = h
     return hs, h, c
 
@@ -97,11 +99,24 @@ def _act(b, x, act, name):
     return x if act is None else b.activation(x, act[0], name, act[1], act[2])
 
 
-def _recurrent(b, cell, px, h, rbias, name):
+class _Weights:
+    """The recurrent weights as ConstTensors made once: every step's FullyConnected
+    holds the same tensor, which the writer stores once."""
+
+    def __init__(self, cell: Cell, rbias):
+        hid, f = cell.hidden, (lambda a: ConstTensor(np.ascontiguousarray(a, np.float32)))
+        self.r = f(cell.r)
+        self.rbias = None if rbias is None else f(rbias)
+        self.rbias_h = None if rbias is None else rbias[2 * hid:].reshape(1, -1)  # GRU: Rb_h
+        if cell.kind == "gru":
+            self.r_zr, self.r_h = f(cell.r[:2 * hid]), f(cell.r[2 * hid:])
+
+
+def _recurrent(b, cell, px, h, wts, name):
     """px + h R^T (px alone for a zero state)."""
     if h is None:
         return px
-    hr = b.fully_connected(h, np.ascontiguousarray(cell.r, np.float32), rbias, f"{name}_hr")
+    hr = b.fully_connected(h, wts.r, wts.rbias, f"{name}_hr")
     return b.binary(L.Addition, px, hr, f"{name}_gates")
 
 
@@ -109,9 +124,9 @@ def _cols(b, x, start, stop, name):
     return b.take(x, 1, start, stop, name)
 
 
-def _lstm_step(b, cell, px, h, c, rbias, name):
+def _lstm_step(b, cell, px, h, c, wts, name):
     hid, (f_act, g_act, h_act) = cell.hidden, cell.acts
-    gates = _recurrent(b, cell, px, h, rbias, name)
+    gates = _recurrent(b, cell, px, h, wts, name)
     if cell.peephole is None:
         # i, f and o in one Activation
         ifo = _act(b, _cols(b, gates, 0, 3 * hid, f"{name}_ifo_in"), f_act, f"{name}_ifo")
@@ -143,27 +158,26 @@ def _peep(b, gate, c, p, name):
     return b.binary(L.Addition, gate, pc, name)
 
 
-def _gru_step(b, cell, px, h, c, rbias, name):
+def _gru_step(b, cell, px, h, c, wts, name):
     hid, (f_act, g_act) = cell.hidden, cell.acts
     pzr, ph = _cols(b, px, 0, 2 * hid, f"{name}_zr_x"), _cols(b, px, 2 * hid, 3 * hid, f"{name}_h_x")
     if h is None:
         zr = pzr
-        if rbias is not None:  # r * (0 R_h + Rb_h)
+        if wts.rbias_h is not None:  # r * (0 R_h + Rb_h)
             r0 = _act(b, _cols(b, zr, hid, 2 * hid, f"{name}_r_in"), f_act, f"{name}_r")
-            ph = b.binary(L.Addition, ph, b.binary_const(L.Multiplication, r0, rbias[2 * hid:].reshape(1, -1),
+            ph = b.binary(L.Addition, ph, b.binary_const(L.Multiplication, r0, wts.rbias_h,
                                                          f"{name}_rh", channel_axis=1), f"{name}_n_in")
     elif cell.linear_before_reset:
-        hr = b.fully_connected(h, np.ascontiguousarray(cell.r, np.float32), rbias, f"{name}_hr")
+        hr = b.fully_connected(h, wts.r, wts.rbias, f"{name}_hr")
         zr = b.binary(L.Addition, pzr, _cols(b, hr, 0, 2 * hid, f"{name}_zr_h"), f"{name}_zr_in")
         r = _act(b, _cols(b, zr, hid, 2 * hid, f"{name}_r_in"), f_act, f"{name}_r")
         rh = b.binary(L.Multiplication, r, _cols(b, hr, 2 * hid, 3 * hid, f"{name}_h_h"), f"{name}_rh")
         ph = b.binary(L.Addition, ph, rh, f"{name}_n_in")
     else:
-        r_zr = np.ascontiguousarray(cell.r[:2 * hid], np.float32)
-        zr = b.binary(L.Addition, pzr, b.fully_connected(h, r_zr, None, f"{name}_zr_h"), f"{name}_zr_in")
+        zr = b.binary(L.Addition, pzr, b.fully_connected(h, wts.r_zr, None, f"{name}_zr_h"), f"{name}_zr_in")
         r = _act(b, _cols(b, zr, hid, 2 * hid, f"{name}_r_in"), f_act, f"{name}_r")
         rh = b.fully_connected(b.binary(L.Multiplication, r, h, f"{name}_rh"),
-                               np.ascontiguousarray(cell.r[2 * hid:], np.float32), None, f"{name}_rhr")
+                               wts.r_h, None, f"{name}_rhr")
         ph = b.binary(L.Addition, ph, rh, f"{name}_n_in")
     z = _act(b, _cols(b, zr, 0, hid, f"{name}_z_in"), f_act, f"{name}_z")
     n = _act(b, ph, g_act, f"{name}_n")
@@ -174,8 +188,8 @@ def _gru_step(b, cell, px, h, c, rbias, name):
     return out, None
 
 
-def _rnn_step(b, cell, px, h, c, rbias, name):
-    return _act(b, _recurrent(b, cell, px, h, rbias, name), cell.acts[0], f"{name}_h"), None
+def _rnn_step(b, cell, px, h, c, wts, name):
+    return _act(b, _recurrent(b, cell, px, h, wts, name), cell.acts[0], f"{name}_h"), None
 
 
 def stack(b: NetBuilder, parts: list[Port], axis: int, name: str) -> Port:
