@@ -335,6 +335,91 @@ MODELS = {
 }
 
 
+# ---------------------------------------------------------------- recurrent layers
+
+class Recurrent(nn.Module):
+    """A torch.nn LSTM / GRU / RNN returning every output (sequence, last h, last c);
+    with `states`, the initial states are inputs of the model."""
+
+    def __init__(self, kind, states=False, **kw):
+        super().__init__()
+        self.kind, self.states = kind, states
+        self.rnn = getattr(nn, kind)(input_size=8, hidden_size=16, **kw)
+
+    def forward(self, x, *states):
+        if self.kind == "LSTM":
+            y, (h, c) = self.rnn(x, tuple(states) if states else None)
+            return y, h, c
+        y, h = self.rnn(x, states[0] if states else None)
+        return y, h
+
+
+# name: (Recurrent arguments, input shape (sequence 5, "batch" = dynamic), opset, exercises)
+RECURRENT = {
+    "lstm_2layer_bidir": (dict(kind="LSTM", num_layers=2, bidirectional=True), (5, 2, 8), 13,
+                          ["LSTM bidirectional, 2 layers", "zero initial states", "Y, Y_h, Y_c"]),
+    "lstm_batch_first_states": (dict(kind="LSTM", batch_first=True, states=True), (2, 5, 8), 17,
+                                ["LSTM batch_first (Transpose around layout 0)", "initial_h/initial_c inputs"]),
+    "lstm_dynamic_batch": (dict(kind="LSTM", batch_first=True, bidirectional=True), ("batch", 5, 8), 17,
+                           ["LSTM with a dynamic batch axis (static sequence length)", "bidirectional"]),
+    "gru_2layer_bidir": (dict(kind="GRU", num_layers=2, bidirectional=True, batch_first=True), (2, 5, 8), 17,
+                         ["GRU linear_before_reset=1", "bidirectional, 2 layers", "batch_first"]),
+    "gru_states": (dict(kind="GRU", states=True), (5, 3, 8), 13, ["GRU", "initial_h input"]),
+    "gru_dynamic_batch": (dict(kind="GRU", batch_first=True), ("batch", 5, 8), 13,
+                          ["GRU with a dynamic batch axis (static sequence length)"]),
+    "rnn_relu_bidir": (dict(kind="RNN", nonlinearity="relu", bidirectional=True, num_layers=2), (5, 2, 8), 13,
+                       ["RNN with Relu", "bidirectional, 2 layers"]),
+    "rnn_tanh_dynamic_batch": (dict(kind="RNN", batch_first=True), ("batch", 5, 8), 17,
+                               ["RNN with Tanh", "dynamic batch axis"]),
+}
+
+
+def generate_recurrent(name, out_dir, seed):
+    kw, shape, opset, exercises = RECURRENT[name]
+    torch.manual_seed(seed)
+    model = Recurrent(**kw).eval()
+    rnn = model.rnn
+    run_shape = tuple(1 if isinstance(d, str) else d for d in shape)
+    batch = run_shape[0] if rnn.batch_first else run_shape[1]
+    rng = np.random.default_rng(seed)
+    inputs = {"input": rng.standard_normal(run_shape).astype(np.float32)}
+    state_shape = (rnn.num_layers * (2 if rnn.bidirectional else 1), batch, rnn.hidden_size)
+    if kw.get("states"):
+        inputs["h0"] = rng.standard_normal(state_shape).astype(np.float32) * 0.5
+        if kw["kind"] == "LSTM":
+            inputs["c0"] = rng.standard_normal(state_shape).astype(np.float32) * 0.5
+    outputs = ["output", "h_n"] + (["c_n"] if kw["kind"] == "LSTM" else [])
+    dynamic = None
+    if isinstance(shape[0], str):
+        dynamic = {"input": {0: "batch"}, "output": {0: "batch"}} | {o: {1: "batch"} for o in outputs[1:]}
+    buf = io.BytesIO()
+    args = tuple(torch.from_numpy(v) for v in inputs.values())
+    torch.onnx.export(model, args, buf, dynamo=False, opset_version=opset, do_constant_folding=True,
+                      input_names=list(inputs), output_names=outputs, dynamic_axes=dynamic)
+    proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(buf.getvalue()), strict_mode=True)
+    onnx.checker.check_model(proto, full_check=True)
+    with torch.no_grad():  # the export must agree with the module it came from
+        expected = [t.numpy() for t in model(*args)]
+    path = out_dir / f"{name}.onnx"
+    onnx.save(proto, path)
+    got = ort_session(str(path)).run(None, inputs)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    arrays = {f"input_{i}": v for i, v in enumerate(inputs.values())} | {f"output_{i}": o for i, o in enumerate(got)}
+    save_npz(out_dir / f"{name}.npz", arrays)
+    arch = f"torch.nn.{kw['kind']}(8, 16" + "".join(f", {k}={v}" for k, v in kw.items() if k not in ("kind", "states"))
+    return {
+        "name": name, "file": path.name, "data": f"{name}.npz", "architecture": arch + "), sequence length 5",
+        "exercises": exercises, "opset": opset, "seed": seed,
+        "inputs": [value_info(v) for v in proto.graph.input],
+        "outputs": [value_info(v) for v in proto.graph.output],
+        "op_types": sorted({n.op_type for n in proto.graph.node}),
+        "size_bytes": path.stat().st_size,
+    }
+
+
+MODELS.update({k: None for k in RECURRENT})  # made by generate_recurrent
+
 def strip_initializer_identities(model):
     """TrainingMode.PRESERVE (needed to keep BatchNormalization unfused) wraps some
     parameters in Identity nodes; point their consumers at the initializer instead."""
@@ -367,6 +452,8 @@ def ort_session(path_or_bytes):
 
 
 def generate(name, out_dir, seed):
+    if name in RECURRENT:
+        return generate_recurrent(name, out_dir, seed)
     ctor, shape, opset, arch, exercises = MODELS[name]
     torch.manual_seed(seed)
     model = randomize(ctor(), seed)

@@ -722,6 +722,44 @@ for _n, _make, _shape, _note in [
                       note=_note, keras=(_make, _shape)))
 
 
+# ----------------------------------------------------------------------------- recurrent nets
+
+def keras_lstm(time_major=False, **kw):
+    """tf_keras (Keras 2) LSTM returning the sequence: its converter fuses the layer into
+    UNIDIRECTIONAL_SEQUENCE_LSTM (Keras 3's LSTM becomes a WHILE loop). Needs
+    `pip install tf_keras`; the weights are Keras' seeded initializers, biases randomized."""
+    def make(shape):
+        import tf_keras
+        inp = tf_keras.Input(shape[1:], batch_size=shape[0], name="x")
+        model = tf_keras.Model(inp, tf_keras.layers.LSTM(16, return_sequences=True, time_major=time_major,
+                                                         **kw)(inp))
+        k, rk, b = model.layers[-1].get_weights()
+        model.layers[-1].set_weights([k, rk, np.random.default_rng(7).normal(0, 0.5, b.shape).astype(np.float32)])
+        return model
+    return make
+
+
+for _n, _make, _shape, _note in [
+        ("lstm_keras", keras_lstm(), (2, 5, 8), "tf_keras.layers.LSTM(16, return_sequences=True), batch 2"),
+        ("lstm_keras_time_major", keras_lstm(True), (5, 1, 8),
+         "tf_keras.layers.LSTM(16, time_major=True, return_sequences=True)")]:
+    CASES.append(Case(_n, ["UNIDIRECTIONAL_SEQUENCE_LSTM"], [X(_shape)], None, ("float32",), "model",
+                      note=_note, keras=(_make, _shape), extra={"tf_keras": True}))
+
+
+def convert_tf_keras(c):
+    """A tf_keras model through from_keras_model, which keeps the fusable LSTM function."""
+    import tf_keras
+    tf_keras.utils.set_random_seed(seed_of(c.name) % 2**31)
+    make, shape = c.keras
+    model = KERAS_MODELS[c.name] = make(shape)
+    buf = tf.lite.TFLiteConverter.from_keras_model(model).convert()
+    ops = [o[0] for o in describe(buf)[0]]
+    if c.tests[0] not in ops:  # e.g. a non-default activation: Keras keeps a WHILE loop
+        raise SystemExit(f"{c.name}: the converter made {ops}, not {c.tests}")
+    return buf
+
+
 # ----------------------------------------------------------------------------- converting
 
 KERAS_MODELS = {}  # name -> the Keras model just converted, for the float check
@@ -733,6 +771,8 @@ def rep_data(c):
 
 
 def convert_tf2(c, variant, rep):
+    if c.extra.get("tf_keras"):
+        return convert_tf_keras(c)
     specs = [tf.TensorSpec(s, tf.float32, name=n) for n, s, _ in c.inputs]
     if c.keras:
         import keras

@@ -42,6 +42,7 @@ class _Builder(flatbuffers.Builder):
         # vectors of at least defer_min bytes get their space but are not copied in:
         # (position in Bytes, array), for write_chunks to write from the array itself
         self.defer_min, self.deferred = defer_min, []
+        self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
 
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
@@ -123,6 +124,15 @@ def _const_tensor(b, t: ConstTensor) -> int:
     return b.fb.ConstTensorEnd(b)
 
 
+def _shared_const(b, t: ConstTensor) -> int:
+    """One ConstTensor table per ConstTensor object (the steps of an unrolled recurrent
+    layer hold one weight tensor): FlatBuffers tables may be referenced more than once."""
+    off = b.consts.get(id(t))
+    if off is None:
+        off = b.consts[id(t)] = _const_tensor(b, t)
+    return off
+
+
 def _descriptor(b, desc) -> int:
     table = type(desc).__name__
     children = {}
@@ -181,7 +191,7 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
         b.fb.BindableLayerBaseAddLayerBindingId(b, layer.binding_id)
         base = b.fb.BindableLayerBaseEnd(b)
     desc = _descriptor(b, layer.desc) if kind.descriptor is not None else None
-    tensors = {k: _const_tensor(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
+    tensors = {k: _shared_const(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
     _call(kind.table, "Start", b)
     _call(kind.table, "AddBase", b, base)
     if desc is not None:
@@ -239,7 +249,8 @@ def write_chunks(graph: Graph, defer_min: int = 1 << 20) -> tuple[int, Iterator[
 
 
 def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
-    weight_bytes = sum(t.stored.nbytes for l in graph.layers for t in l.tensors.values())
+    unique = {id(t): t for l in graph.layers for t in l.tensors.values()}
+    weight_bytes = sum(t.stored.nbytes for t in unique.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
             f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "

@@ -131,6 +131,7 @@ class Converter(LoweringContext):
         self.inferred_types: dict[str, int] = {}
         self.inferred: dict[str, tuple] = {}
         self.anchor: Port | None = None       # a float input, to derive constants from
+        self.guessed_dim0: set[str] = set()   # inputs whose symbolic first dimension was set to 1
         self.problems: list[Problem] = []
 
     # -- setup --------------------------------------------------------------
@@ -367,6 +368,7 @@ class Converter(LoweringContext):
                 what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
                 self.report.warn(f"input {vi.name!r}: the {what} batch dimension is set to 1 "
                                  f"(use --input-shape {vi.name}=... to choose another)")
+                self.guessed_dim0.add(vi.name)
                 shape.append(1)
             else:
                 what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"

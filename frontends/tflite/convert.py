@@ -42,7 +42,10 @@ OPTION_RANGES = {"stride_h": (1, None), "stride_w": (1, None), "dilation_h_facto
                  "dilation_w_factor": (1, None), "filter_height": (1, None), "filter_width": (1, None),
                  "block_size": (1, None), "radius": (0, None), "num_splits": (1, None), "padding": (0, 1),
                  "mode": (0, 1)}
-MULTI_OUTPUT = {"SPLIT", "SPLIT_V", "UNPACK"}
+MULTI_OUTPUT = {"SPLIT", "SPLIT_V", "UNPACK", "BIDIRECTIONAL_SEQUENCE_LSTM"}
+# Variable tensors an operator reads as its initial state (ops/recurrent.py)
+STATE_INPUTS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "UNIDIRECTIONAL_SEQUENCE_RNN": (4,),
+                "BIDIRECTIONAL_SEQUENCE_LSTM": (35, 36, 37, 38)}
 # Type rules (see Ctx._type_problem): operators whose output type may differ from their input's,
 # operators all of whose inputs are data (the rest read data from one input: DATA_INPUT, else 0).
 TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE"}
@@ -57,7 +60,6 @@ REFUSED = {
     "CALL_ONCE": "calls another subgraph (resource initialisation); only the main subgraph is converted",
     "CALL": "calls another subgraph; only the main subgraph is converted",
     "LSTM": "recurrent cells have no Arm NN layer in this format", "SVDF": "no SVDF layer in this format",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "recurrent cells have no Arm NN layer in this format",
     "ARG_MAX": "Arm NN's format has no ArgMinMax layer", "ARG_MIN": "Arm NN's format has no ArgMinMax layer",
     "LOG": "no exact lowering (no Log activation)", "SIN": "no exact lowering", "COS": "no exact lowering",
     "POW": "no exact lowering for a general power", "GELU": "no exact lowering (needs erf)",
@@ -347,7 +349,7 @@ class Ctx:
             t = self.t(i)
             if t.sparse:
                 return f"tensor {t.name!r} is sparse"
-            if t.is_variable:
+            if t.is_variable and i not in [op.inputs[k] for k in STATE_INPUTS.get(op.op, ()) if k < len(op.inputs)]:
                 return f"tensor {t.name!r} is a variable (stateful models are not supported)"
             if not self.is_const(i) and self.dtype_of(i) is None:
                 return self._type_reason(t)

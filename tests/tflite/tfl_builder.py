@@ -44,9 +44,10 @@ class ModelBuilder:
         self.inputs, self.outputs = [], []
 
     # -- tensors ---------------------------------------------------------------------------
-    def tensor(self, name, shape, dtype=np.float32, quant=None, data=None, signature=None) -> int:
+    def tensor(self, name, shape, dtype=np.float32, quant=None, data=None, signature=None,
+               variable=False) -> int:
         self.tensors.append(dict(name=name, shape=list(shape), dtype=np.dtype(dtype), quant=quant, data=data,
-                                 signature=signature))
+                                 signature=signature, variable=variable))
         return len(self.tensors) - 1
 
     def input(self, name, shape, dtype=np.float32, quant=None, signature=None) -> int:
@@ -159,6 +160,8 @@ class ModelBuilder:
             TT.AddName(b, name)
             if sig is not None:
                 TT.AddShapeSignature(b, sig)
+            if t.get("variable"):
+                TT.AddIsVariable(b, True)
             if q is not None:
                 TT.AddQuantization(b, q)
             tensors.append(TT.End(b))

@@ -1,4 +1,5 @@
 """ONNX operator converters, one small function per operator, by family.
 Importing this package fills REGISTRY."""
 from ..registry import REGISTRY  # noqa: F401
-from . import activation, conv, elementwise, logic, matrix, norm, qlinear, reduce, resize, shape  # noqa: F401
+from . import (activation, conv, elementwise, logic, matrix, norm, qlinear, recurrent, reduce,  # noqa: F401
+               resize, shape)

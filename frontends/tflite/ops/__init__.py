@@ -4,4 +4,4 @@ from armnn_import.registry import OpRegistry
 
 REGISTRY = OpRegistry("tflite")
 
-from . import conv, elementwise, quantize, reduce, resize, shape  # noqa: E402,F401
+from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
