@@ -55,7 +55,7 @@ def lstm_model(time_major=False, act="TANH", cell_clip=0.0, drop=(), extra=(), w
 
 
 def bidi_model(time_major=False, merge=True, peephole_bw=False, infer=True):
-    r = _rng("bidi", time_major, merge)
+    r = _rng("bidi", time_major)  # (the same weights merged or not: see the bidirectional test)
     mb = ModelBuilder()
     x = mb.input("x", (T, B, I) if time_major else (B, T, I))
     w = lambda *s: mb.const(f"w{len(mb.tensors)}", (r.standard_normal(s) * 0.6).astype(np.float32))  # noqa: E731
@@ -87,8 +87,8 @@ def rnn_model(time_major=False, act="TANH"):
     return mb.build(), r.standard_normal((T, B, I) if time_major else (B, T, I)).astype(np.float32) * 1.5
 
 
-def check(armnn_runner, tmp_path, data, x):
-    wants = run_litert(data, [x])
+def check(armnn_runner, tmp_path, data, x, wants=None):
+    wants = run_litert(data, [x]) if wants is None else wants
     result = armnn_import.convert(data)
     assert any("state is a variable" in w for w in result.report.warnings)
     path = tmp_path / "model.armnn"
@@ -121,7 +121,15 @@ def test_rnn_matches_litert(armnn_runner, tmp_path, time_major, act):
 @pytest.mark.parametrize("time_major", [False, True])
 @pytest.mark.parametrize("merge", [True, False])
 def test_bidirectional_lstm_matches_litert(armnn_runner, tmp_path, time_major, merge):
-    check(armnn_runner, tmp_path, *bidi_model(time_major, merge))
+    data, x = bidi_model(time_major, merge)
+    wants = None
+    if merge and not time_major:
+        # LiteRT's merged batch-major kernel gives a different answer from run to run (it reads
+        # memory it has not written: seen as NaNs and errors up to 0.86 in 12 runs of one model);
+        # its unmerged outputs of the same weights are stable, and merged they are the reference.
+        fw, bw = run_litert(bidi_model(time_major, False)[0], [x])
+        wants = [np.concatenate([fw, bw], axis=-1)]
+    check(armnn_runner, tmp_path, data, x, wants)
 
 
 def test_bidirectional_lstm_peephole_is_refused():

@@ -245,6 +245,9 @@ def run_litert(data: bytes, inputs, ref: bool = True) -> list[np.ndarray]:
         if tuple(d["shape"]) != np.shape(x):
             interp.resize_tensor_input(d["index"], np.shape(x))
     interp.allocate_tensors()
+    # Variable tensors (recurrent state) start from zeros, as the converted network's do; without
+    # this they have held stale memory now and then (a flaky bidirectional LSTM reference).
+    interp.reset_all_variables()
     for d, x in zip(interp.get_input_details(), inputs):
         interp.set_tensor(d["index"], x)
     interp.invoke()
