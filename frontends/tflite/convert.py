@@ -499,6 +499,10 @@ class Ctx:
             t = self.t(o)
             src = self.out_source.get(o, o)
             if src not in self.ports:
+                if src in self.folded and np.size(self.folded[src]) == 0:
+                    raise UnsupportedModelError([Problem(
+                        "output", t.name, f"the output is empty (shape {list(np.shape(self.folded[src]))}, "
+                        "as TFLite computes it); Arm NN tensors have no zero-size dimension")])
                 if self.is_const(src):
                     raise UnsupportedModelError([Problem("output", t.name, "the output is a constant; "
                                                          "Arm NN networks compute every output")])
