@@ -23,7 +23,7 @@ DEQUANTIZE_HINT = "--dequantize converts the whole model to float"
 FOLDABLE = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "EQUAL", "GREATER", "LESS", "RESHAPE",
             "BROADCAST_TO", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL",
             "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CONCATENATION", "PACK", "STRIDED_SLICE", "SLICE",
-            "TILE", "GATHER", "CAST", "DEQUANTIZE", "QUANTIZE"}
+            "TILE", "GATHER", "CAST", "DEQUANTIZE", "QUANTIZE", "DENSIFY"}
 # Inputs an operator cannot do without (the rest are optional, or absent in old versions).
 REQUIRED_INPUTS = {
     "CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "TRANSPOSE_CONV": 3, "FULLY_CONNECTED": 2,
@@ -129,6 +129,10 @@ class Ctx:
         # --layout nchw: 4-D inputs and outputs are NCHW (the network inside stays NHWC, and
         # the Permutes this adds cancel against those around the convolutions)
         self.nchw_io = options.layout == "nchw" and not options.keep_io_layout
+        dense = [t.name for t in model.tensors if t.densified]
+        if dense:  # frontends/tflite/sparse.py
+            report.decomposition("sparse constants", f"{len(dense)} densified at conversion (traversal order, "
+                                 f"block map, DENSE/SPARSE_CSR levels); {model.densify_folded} DENSIFY folded")
 
     # -- tensors --------------------------------------------------------------------------
     def t(self, i: int) -> Tensor:
@@ -342,7 +346,7 @@ class Ctx:
                 continue
             t = self.t(i)
             if t.sparse:
-                return f"tensor {t.name!r} is sparse"
+                return f"tensor {t.name!r} is sparse but holds no constant data (only constants are densified)"
             if t.is_variable:
                 return f"tensor {t.name!r} is a variable (stateful models are not supported)"
             if not self.is_const(i) and self.dtype_of(i) is None:
