@@ -599,6 +599,15 @@ for _c in CASES:
     _c.extra.update({"out_range": OUT_RANGE[_c.name]} if _c.name in OUT_RANGE else {})
 
 
+# ----------------------------------------------------------------------------- comparisons
+# GREATER_EQUAL, LESS_EQUAL and NOT_EQUAL (lowering/compare.py). Both operands are drawn from
+# the same few values, so that equal pairs are frequent (and the int8 variants share one
+# quantization, which the Maximum/Minimum recipes need).
+for _n, _sy in [("greater_equal", (1, 7, 9, 5)), ("less_equal", (1, 1, 9, 5)), ("not_equal", (1, 7, 1, 5))]:
+    case(_n, [_n.upper()], [X((1, 7, 9, 5), CMP), X(_sy, CMP, "y")])(
+        (lambda f: lambda r, q: getattr(tf.math, f))(_n))
+
+
 # ----------------------------------------------------------------------------- sparse weights
 # Pruned weights (SPARSE_ZERO of them exactly 0) converted with
 # tf.lite.Optimize.EXPERIMENTAL_SPARSITY: the converter stores them sparse (TACO format,

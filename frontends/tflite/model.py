@@ -10,7 +10,6 @@ references (tensor, buffer and opcode indices, buffer sizes) are checked too.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import mmap
 import re
@@ -23,7 +22,7 @@ import numpy as np
 from armnn_import.errors import LoadError
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
 
-from .sparse import SparsityError, densify, read_sparsity
+from .sparse import SparsityError, bypass_densify, densify, read_sparsity
 
 # TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
 NP_TYPES = {
@@ -344,23 +343,6 @@ def _sparse_constant(t: Tensor, raw: np.ndarray, sp, constants) -> np.ndarray:
         return densify(t.shape, sp, values)
     except SparsityError as e:
         raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r}: {e}") from None
-
-
-def bypass_densify(tensors, ops, outputs):
-    """DENSIFY of a (densified) constant is an identity: its users read the constant
-    itself (keeping its type and quantization), and the operator is dropped."""
-    alias = {}
-    for op in ops:
-        if op.op == "DENSIFY" and len(op.inputs) == 1 and len(op.outputs) == 1 and op.inputs[0] >= 0:
-            src, dst = tensors[op.inputs[0]], tensors[op.outputs[0]]
-            if src.data is not None and dst.data is None and dst.shape in (src.shape, ()) \
-                    and dst.type == src.type:
-                alias[op.outputs[0]] = alias.get(op.inputs[0], op.inputs[0])
-    if not alias:
-        return ops, outputs, 0
-    kept = [dataclasses.replace(op, index=k, inputs=tuple(alias.get(i, i) for i in op.inputs))
-            for k, op in enumerate(o for o in ops if not (o.op == "DENSIFY" and o.outputs[0] in alias))]
-    return kept, tuple(alias.get(i, i) for i in outputs), len(alias)
 
 
 # -- builtin options --------------------------------------------------------------------------

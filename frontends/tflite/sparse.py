@@ -16,6 +16,7 @@ Python loop), in time and memory linear in the dense size.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -117,11 +118,28 @@ def densify(shape, sp: Sparsity, values: np.ndarray) -> np.ndarray:
         d = sp.block_map[b]
         orig[d] = orig[d] * blocks[b] + cols[level]
     flat = np.ravel_multi_index(orig, shape) if n else np.zeros(values.size, np.int64)
-    if np.unique(flat).size != flat.size:
+    if flat.size and int(np.bincount(flat, minlength=total).max()) > 1:
         raise SparsityError("two stored values fall on the same element")
     dense = np.zeros(total, values.dtype)
     dense[flat] = values.reshape(-1)
     return dense.reshape(shape)
+
+
+def bypass_densify(tensors, ops, outputs):
+    """DENSIFY of a (densified) constant is an identity: its users read the constant
+    itself (keeping its type and quantization), and the operator is dropped."""
+    alias = {}
+    for op in ops:
+        if op.op == "DENSIFY" and len(op.inputs) == 1 and len(op.outputs) == 1 and op.inputs[0] >= 0:
+            src, dst = tensors[op.inputs[0]], tensors[op.outputs[0]]
+            if src.data is not None and dst.data is None and dst.shape in (src.shape, ()) \
+                    and dst.type == src.type:
+                alias[op.outputs[0]] = alias.get(op.inputs[0], op.inputs[0])
+    if not alias:
+        return ops, outputs, 0
+    kept = [dataclasses.replace(op, index=k, inputs=tuple(alias.get(i, i) for i in op.inputs))
+            for k, op in enumerate(o for o in ops if not (o.op == "DENSIFY" and o.outputs[0] in alias))]
+    return kept, tuple(alias.get(i, i) for i in outputs), len(alias)
 
 
 # -- reading the FlatBuffer table -----------------------------------------------------------------
