@@ -52,6 +52,32 @@ def model(op, a_shape, b_shape=None, const=None, const_first=False, dtype=np.flo
     return mb.build()
 
 
+def test_runtime_max_min_return_their_first_operand_with_nan(armnn_runner):
+    """The fact the recipes rest on, measured on Arm NN 20.08 (std::max/std::min; Equal and
+    Greater false for NaN; sigmoid(+-inf) finite, sigmoid(NaN) NaN; BoundedReLu(0, 0) of NaN 0)."""
+    from armnn_import.ir.types import ActivationFunction as AF
+    from armnn_import.ir.types import DataType, TensorInfo
+    from armnn_import.ir.types import LayerType as L
+    from armnn_import.lowering.builder import NetBuilder
+    from armnn_import.serialize import write
+
+    a = np.array([NAN, 1, NAN, INF, -INF], np.float32)
+    b = np.array([1, NAN, NAN, NAN, NAN], np.float32)
+    nb = NetBuilder()
+    pa, pb = (nb.g.add_input(n, TensorInfo((5,), DataType.Float32)) for n in "ab")
+    outs = [nb.binary(L.Maximum, pa, pb, "max"), nb.binary(L.Minimum, pa, pb, "min"),
+            nb.binary(L.Equal, pa, pb, "eq"), nb.binary(L.Greater, pa, pb, "gt"),
+            nb.activation(pa, AF.Sigmoid, "sig"), nb.activation(pa, AF.BoundedReLu, "zero", 0.0, 0.0)]
+    for k, o in enumerate(outs):
+        nb.g.add_output(f"y{k}", o)
+    mx, mn, eq, gt, sig, zero = armnn_runner(write(nb.g), [a, b])
+    np.testing.assert_array_equal(mx, a)  # the first operand, NaN or not
+    np.testing.assert_array_equal(mn, a)
+    assert not eq.any() and not gt.any()
+    np.testing.assert_array_equal(sig, [NAN, 1 / (1 + np.exp(np.float32(-1))), NAN, 1.0, 0.0])
+    np.testing.assert_array_equal(zero, np.zeros(5))
+
+
 @pytest.mark.parametrize("op", OPS + ["EQUAL", "GREATER", "LESS"])
 def test_float_comparison_with_nan_and_inf(armnn_runner, tmp_path, op):
     a, b = pairs()
