@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
-from armnn_import.ir.types import LayerType as LT
 from armnn_import.ir.types import DataType
+from armnn_import.ir.types import LayerType as LT
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, safe_constant
 
@@ -165,8 +165,9 @@ def compare_op(ctx, op, kind):
     ctx.set(op, 0, COMPARE[kind](ctx.nb, pa, pb, name))
 
 
-for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 2, ("Maximum", "Equal")),
-                                      "LESS_EQUAL": ("le", 2, ("Minimum", "Equal")),
+# versions past 1 add int8 and int16 operands, whose tensors the type checks accept or refuse
+for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 3, ("Maximum", "Equal")),
+                                      "LESS_EQUAL": ("le", 3, ("Minimum", "Equal")),
                                       "NOT_EQUAL": ("ne", 3, ("Maximum", "Minimum", "Activation", "Addition",
                                                               "Greater"))}.items():
     REGISTRY.register(_op, since=1, until=_until, layers=_layers,
