@@ -22,6 +22,7 @@ Variants:
                uint8 weights): the only integer form Arm NN 20.08 (QAsymm8) takes as is
   dynamic      dynamic-range: int8 weights, float activations
   fp16w        float16 weights expanded by DEQUANTIZE
+  sparse, sparsefp16, sparseint8   pruned weights stored sparse (see "sparse weights")
 A variant the converter cannot produce genuinely (it errors, or it leaves the op in
 float between DEQUANTIZE/QUANTIZE) is listed in the manifest's "skipped" with why.
 """
@@ -49,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "test_models" / "tflite"
 OP_NAMES = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
 TYPE_NAMES = {v: k for k, v in vars(TensorType).items() if not k.startswith("_")}
-QUANT_VARIANTS = ("int8", "uint8io", "int8floatio", "uint8")
+QUANT_VARIANTS = ("int8", "uint8io", "int8floatio", "uint8", "sparseint8")
 OP_VARIANTS = ("float32", "int8", "uint8io", "uint8")
 REP_SAMPLES = 16
 
@@ -598,6 +599,68 @@ for _c in CASES:
     _c.extra.update({"out_range": OUT_RANGE[_c.name]} if _c.name in OUT_RANGE else {})
 
 
+# ----------------------------------------------------------------------------- comparisons
+# GREATER_EQUAL, LESS_EQUAL and NOT_EQUAL (lowering/compare.py). Both operands are drawn from
+# the same few values, so that equal pairs are frequent (and the int8 variants share one
+# quantization, which the Maximum/Minimum recipes need).
+for _n, _sy in [("greater_equal", (1, 7, 9, 5)), ("less_equal", (1, 1, 9, 5)), ("not_equal", (1, 7, 1, 5))]:
+    case(_n, [_n.upper()], [X((1, 7, 9, 5), CMP), X(_sy, CMP, "y")])(
+        (lambda f: lambda r, q: getattr(tf.math, f))(_n))
+
+
+# ----------------------------------------------------------------------------- sparse weights
+# Pruned weights (SPARSE_ZERO of them exactly 0) converted with
+# tf.lite.Optimize.EXPERIMENTAL_SPARSITY: the converter stores them sparse (TACO format,
+# frontends/tflite/sparse.py). Variants:
+#   sparse      float32; CONV_2D weights go through DENSIFY, FULLY_CONNECTED (v8) reads
+#               1x4-block sparse weights itself (block_map)
+#   sparsefp16  + float16 weights: sparse float16 -> DENSIFY -> DEQUANTIZE
+#   sparseint8  full-integer int8: FULLY_CONNECTED (v8) reads 1x16-block sparse int8 weights
+SPARSE_VARIANTS = ("sparse", "sparsefp16", "sparseint8")
+SPARSE_ZERO = 0.8
+
+
+def pruned(r, *shape, block=(1, 1), s=0.5):
+    """Weights with SPARSE_ZERO of their (block[0] x block[1] blocks over the last two axes) zero."""
+    w = W(r, *shape, s=s)
+    grid = shape[:-2] + (shape[-2] // block[0], shape[-1] // block[1])
+    keep = np.repeat(np.repeat(r.random(grid) >= SPARSE_ZERO, block[0], -2), block[1], -1)
+    return (w * keep).astype(np.float32)
+
+
+@case("conv_2d_pruned", ["CONV_2D"], [X((1, 6, 7, 8))], variants=SPARSE_VARIANTS[:2])
+def _(r, q):
+    w, b = q.w(pruned(r, 3, 3, 8, 16)), C(W(r, 16))
+    return lambda x: tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME") + b)
+
+
+@case("fully_connected_pruned", ["FULLY_CONNECTED"], [X((2, 64))], variants=SPARSE_VARIANTS)
+def _(r, q):
+    # 16 consecutive inputs of one output zero together: 1x16 blocks of TFLite's [out, in] weights
+    w, b = q.w(pruned(r, 64, 32, block=(16, 1))), C(W(r, 32))
+    return lambda x: tf.nn.relu(tf.matmul(x, w) + b)
+
+
+@case("pruned_convnet", [], [X((1, 12, 10, 3))], variants=SPARSE_VARIANTS[:2], kind="model",
+      note="conv 3x3 -> conv 3x3 stride 2 -> conv 1x1 -> mean -> fully connected, all weights 80% pruned")
+def _(r, q):
+    w1, w2, w3 = (q.w(pruned(r, *s, s=0.7)) for s in ((3, 3, 3, 16), (3, 3, 16, 16), (1, 1, 16, 32)))
+    wf = q.w(pruned(r, 32, 16, s=0.7))  # no blocks: DENSIFY (float16: DENSIFY -> DEQUANTIZE) here too
+    b1, b2, b3, bf = (C(W(r, n, s=0.3)) for n in (16, 16, 32, 16))
+
+    def fn(x):
+        y = tf.nn.relu(tf.nn.conv2d(x, w1, 1, "SAME") + b1)
+        y = tf.nn.relu(tf.nn.conv2d(y, w2, 2, "SAME") + b2)
+        y = tf.nn.relu(tf.nn.conv2d(y, w3, 1, "VALID") + b3)
+        return tf.matmul(tf.reduce_mean(y, [1, 2]), wf) + bf
+    return fn
+
+
+def has_sparse_tensor(buf):
+    sg = tflite.Model.GetRootAsModel(buf, 0).Subgraphs(0)
+    return any(sg.Tensors(i).Sparsity() is not None for i in range(sg.TensorsLength()))
+
+
 # ----------------------------------------------------------------------------- Keras nets
 
 CALIBRATION_SAMPLES = 16
@@ -792,12 +855,16 @@ def convert_tf2(c, variant, rep):
     conv = tf.lite.TFLiteConverter.from_concrete_functions([cf])
     if variant != "float32":
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
-    if variant in ("int8", "uint8io", "int8floatio"):
+    if variant == "sparse":
+        conv.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+    elif variant in ("sparsefp16", "sparseint8"):
+        conv.optimizations = [tf.lite.Optimize.DEFAULT, tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+    if variant in ("int8", "uint8io", "int8floatio", "sparseint8"):
         conv.representative_dataset = lambda: iter(rep)
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        io_type = {"int8": tf.int8, "uint8io": tf.uint8, "int8floatio": tf.float32}[variant]
+        io_type = {"int8": tf.int8, "uint8io": tf.uint8, "int8floatio": tf.float32, "sparseint8": tf.int8}[variant]
         conv.inference_input_type = conv.inference_output_type = io_type
-    elif variant == "fp16w":
+    elif variant in ("fp16w", "sparsefp16"):
         conv.target_spec.supported_types = [tf.float16]
     return conv.convert()
 
@@ -893,8 +960,10 @@ def problems(buf, c, variant, tests):
             bad.append("not all-uint8: " + ", ".join(sorted(set(types))))
     elif variant == "dynamic" and not ("INT8" in types and "FLOAT32" in types):
         bad.append("no int8 weights")
-    elif variant == "fp16w" and "FLOAT16" not in types:
+    elif variant in ("fp16w", "sparsefp16") and "FLOAT16" not in types:
         bad.append("no float16 weights")
+    if variant in SPARSE_VARIANTS and not has_sparse_tensor(buf):
+        bad.append("no sparse tensor")
     return sorted(set(bad))
 
 
@@ -973,16 +1042,21 @@ def insensitive(c, buf, resolver):
     return None
 
 
-def check_float_against_tf(c, floats, outputs):
-    """A float32 model must compute what the TensorFlow function computes."""
+class Float16Weights(Plain):
+    w = staticmethod(lambda v: tf.constant(v.astype(np.float16).astype(np.float32)))
+
+
+def check_float_against_tf(c, floats, outputs, q=Plain, tol=1e-4):
+    """A float32 model must compute what the TensorFlow function computes (a float16-weight
+    model, what it computes with float16-rounded weights, biases still float32)."""
     if c.keras:
         want = [KERAS_MODELS[c.name](floats[0], training=False).numpy()]
     else:
-        want = c.build(np.random.default_rng(seed_of(c.name)), Plain)(*[tf.constant(x) for x in floats])
+        want = c.build(np.random.default_rng(seed_of(c.name)), q)(*[tf.constant(x) for x in floats])
         want = [t.numpy() for t in (want if isinstance(want, tuple) else (want,))]
     assert len(want) == len(outputs)
     for got, w in zip(outputs, want):
-        np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(got, w, rtol=tol, atol=tol)
 
 
 def tensor_entry(d):
@@ -1046,6 +1120,11 @@ def generate(c, variant, rep):
         return None, "LiteRT cannot run it: " + "; ".join(errors)
     if errors:
         print("  note: " + "; ".join(errors), flush=True)
+    if variant in ("sparse", "sparsefp16"):  # LiteRT must read the sparse weights right
+        try:
+            check_float_against_tf(c, floats, outputs, *((Plain,) if variant == "sparse" else (Float16Weights, 1e-2)))
+        except AssertionError as e:
+            return None, "LiteRT disagrees with TensorFlow (its sparse weights): " + " ".join(str(e).split())[:200]
     ins, outs = it.get_input_details(), it.get_output_details()
     if c.kind == "model":
         why = insensitive(c, buf, resolver)

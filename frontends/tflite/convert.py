@@ -21,14 +21,15 @@ FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_
 DEQUANTIZE_HINT = "--dequantize converts the whole model to float"
 # Operators whose converters evaluate them when all their inputs are constants.
 FOLDABLE = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "EQUAL", "GREATER", "LESS", "RESHAPE",
-            "BROADCAST_TO",
+            "BROADCAST_TO", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL",
             "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CONCATENATION", "PACK", "STRIDED_SLICE", "SLICE",
-            "TILE", "GATHER", "CAST", "DEQUANTIZE", "QUANTIZE"}
+            "TILE", "GATHER", "CAST", "DEQUANTIZE", "QUANTIZE", "DENSIFY"}
 # Inputs an operator cannot do without (the rest are optional, or absent in old versions).
 REQUIRED_INPUTS = {
     "CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "TRANSPOSE_CONV": 3, "FULLY_CONNECTED": 2,
     "ADD": 2, "SUB": 2, "MUL": 2, "DIV": 2, "MAXIMUM": 2, "MINIMUM": 2, "EQUAL": 2, "GREATER": 2,
-    "LESS": 2, "PRELU": 2, "EXPAND_DIMS": 2, "TRANSPOSE": 2, "SPLIT": 2, "SPLIT_V": 3,
+    "LESS": 2, "GREATER_EQUAL": 2, "LESS_EQUAL": 2, "NOT_EQUAL": 2, "PRELU": 2, "EXPAND_DIMS": 2,
+    "TRANSPOSE": 2, "SPLIT": 2, "SPLIT_V": 3,
     "STRIDED_SLICE": 4, "SLICE": 3, "PAD": 2, "PADV2": 2, "MIRROR_PAD": 2, "TILE": 2, "GATHER": 2,
     "SPACE_TO_BATCH_ND": 3, "BATCH_TO_SPACE_ND": 3, "MEAN": 2, "SUM": 2, "REDUCE_MAX": 2,
     "REDUCE_MIN": 2, "REDUCE_PROD": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
@@ -49,7 +50,7 @@ STATE_INPUTS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "UNIDIRECTIONAL_SEQUEN
 # Type rules (see Ctx._type_problem): operators whose output type may differ from their input's,
 # operators all of whose inputs are data (the rest read data from one input: DATA_INPUT, else 0).
 TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE"}
-COMPARISONS = {"EQUAL", "GREATER", "LESS"}
+COMPARISONS = {"EQUAL", "GREATER", "LESS", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL"}
 ALL_DATA = COMPARISONS | {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
                           "ADD_N", "PRELU", "CONCATENATION", "PACK"}
 DATA_INPUT = {"TRANSPOSE_CONV": 2, "SPLIT": 1}
@@ -64,9 +65,6 @@ REFUSED = {
     "LOG": "no exact lowering (no Log activation)", "SIN": "no exact lowering", "COS": "no exact lowering",
     "POW": "no exact lowering for a general power", "GELU": "no exact lowering (needs erf)",
     "BATCH_MATMUL": "a matrix product of two runtime tensors has no Arm NN layer in this format",
-    "NOT_EQUAL": "Arm NN's format has no logical-not to build it from Equal",
-    "GREATER_EQUAL": "Arm NN's format has no logical-not to build it from Greater",
-    "LESS_EQUAL": "Arm NN's format has no logical-not to build it from Greater",
     "SELECT": "no select layer", "SELECT_V2": "no select layer",
     "LOG_SOFTMAX": "no exact lowering (no Log activation)",
     "ROUND": "rounds half to even; Floor(x + 0.5) would round halves up",
@@ -133,6 +131,10 @@ class Ctx:
         # --layout nchw: 4-D inputs and outputs are NCHW (the network inside stays NHWC, and
         # the Permutes this adds cancel against those around the convolutions)
         self.nchw_io = options.layout == "nchw" and not options.keep_io_layout
+        dense = [t.name for t in model.tensors if t.densified]
+        if dense:  # frontends/tflite/sparse.py
+            report.decomposition("sparse constants", f"{len(dense)} densified at conversion (traversal order, "
+                                 f"block map, DENSE/SPARSE_CSR levels); {model.densify_folded} DENSIFY folded")
 
     # -- tensors --------------------------------------------------------------------------
     def t(self, i: int) -> Tensor:
@@ -348,7 +350,7 @@ class Ctx:
                 continue
             t = self.t(i)
             if t.sparse:
-                return f"tensor {t.name!r} is sparse"
+                return f"tensor {t.name!r} is sparse but holds no constant data (only constants are densified)"
             if t.is_variable and i not in [op.inputs[k] for k in STATE_INPUTS.get(op.op, ()) if k < len(op.inputs)]:
                 return f"tensor {t.name!r} is a variable (stateful models are not supported)"
             if not self.is_const(i) and self.dtype_of(i) is None:
@@ -505,6 +507,10 @@ class Ctx:
             t = self.t(o)
             src = self.out_source.get(o, o)
             if src not in self.ports:
+                if src in self.folded and np.size(self.folded[src]) == 0:
+                    raise UnsupportedModelError([Problem(
+                        "output", t.name, f"the output is empty (shape {list(np.shape(self.folded[src]))}, "
+                        "as TFLite computes it); Arm NN tensors have no zero-size dimension")])
                 if self.is_const(src):
                     raise UnsupportedModelError([Problem("output", t.name, "the output is a constant; "
                                                          "Arm NN networks compute every output")])

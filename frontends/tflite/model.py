@@ -10,6 +10,7 @@ references (tensor, buffer and opcode indices, buffer sizes) are checked too.
 """
 from __future__ import annotations
 
+import math
 import mmap
 import re
 import struct
@@ -20,6 +21,8 @@ import numpy as np
 
 from armnn_import.errors import LoadError
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
+
+from .sparse import SparsityError, bypass_densify, densify, read_sparsity
 
 # TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
 NP_TYPES = {
@@ -59,7 +62,8 @@ class Tensor:
     data: np.ndarray | None = None     # constant contents, shaped, or None
     quant: Quant | None = None
     is_variable: bool = False
-    sparse: bool = False
+    sparse: bool = False                # sparse and not densified (no data): refused
+    densified: bool = False             # stored sparse in the file, data is the dense form
 
     @property
     def type_name(self) -> str:
@@ -86,6 +90,7 @@ class TFModel:
     outputs: tuple[int, ...]
     num_subgraphs: int = 1
     description: str = ""
+    densify_folded: int = 0  # DENSIFY operators replaced by their densified constant input
 
 
 class _Budget:
@@ -209,7 +214,8 @@ def _load(source) -> TFModel:
             refs(o.OutputsAsNumpy, o.OutputsLength(), f"operator {i} outputs"),
             _options(o, budget), custom,
             refs(o.IntermediatesAsNumpy, o.IntermediatesLength(), f"operator {i} intermediates")))
-    return TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()))
+    ops, outputs, folded = bypass_densify(tensors, ops, outputs)
+    return TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
 
 
 def _opcode(code, i) -> tuple[str, int, str]:
@@ -238,8 +244,9 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
         sig = tuple(int(d) for d in _numpy(t.ShapeSignatureAsNumpy, n, budget, f"tensor {i} signature"))
     name = _text(t.Name()) or f"tensor_{i}"
     check_shape(shape, f"tensor {name!r}")
+    sparsity = t.Sparsity()
     tensor = Tensor(i, name, shape, sig, int(t.Type()), is_variable=bool(t.IsVariable()),
-                    sparse=t.Sparsity() is not None)
+                    sparse=sparsity is not None)
     q = t.Quantization()
     if q is not None and q.ScaleLength():
         n = q.ScaleLength()
@@ -262,7 +269,10 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
                         f"but the model has {nbuf} buffers")
     if b and nbuf:
         raw = _buffer(model, b, budget, size)
-        if raw is not None and raw.size:
+        if raw is not None and raw.size and sparsity is not None:
+            tensor.data = _sparse_constant(tensor, raw, read_sparsity(sparsity, budget, name), constants)
+            tensor.sparse, tensor.densified = False, True
+        elif raw is not None and raw.size:
             constants.add(raw.size, f"tensor {name!r}")
             tensor.data = _constant(tensor, raw, alias=_immutable(model._tab.Bytes))
     return tensor
@@ -316,6 +326,23 @@ def _constant(t: Tensor, raw: np.ndarray, alias: bool = False) -> np.ndarray:
         return np.frombuffer(raw, le).astype(dtype, copy=False).reshape(t.shape)
     # a copy: a small constant must not keep the whole file alive, nor alias a caller's buffer
     return np.frombuffer(raw.tobytes(), dtype=le).astype(dtype).reshape(t.shape)
+
+
+def _sparse_constant(t: Tensor, raw: np.ndarray, sp, constants) -> np.ndarray:
+    """The dense data of a sparse constant (its buffer holds only the stored values)."""
+    dtype = NP_TYPES.get(t.type)
+    if dtype is None:
+        raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
+    item = np.dtype(dtype).itemsize
+    if raw.size % item:
+        raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r} ({t.type_name}) has {raw.size} "
+                        f"bytes of values, not a multiple of {item}")
+    constants.add(math.prod(t.shape) * item, f"tensor {t.name!r}")
+    values = np.frombuffer(raw.tobytes(), np.dtype(dtype).newbyteorder("<")).astype(dtype)
+    try:
+        return densify(t.shape, sp, values)
+    except SparsityError as e:
+        raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r}: {e}") from None
 
 
 # -- builtin options --------------------------------------------------------------------------

@@ -26,7 +26,8 @@ Tanh HardSigmoid HardSwish Softplus Softsign Elu Selu Celu Mish Exp Clip Equal G
 AveragePool GlobalAveragePool GlobalMaxPool LpPool BatchNormalization InstanceNormalization LayerNormalization
 GroupNormalization LpNormalization LRN MeanVarianceNormalization Gemm MatMul Softmax Flatten Reshape Squeeze Unsqueeze
 Transpose Concat Split Slice Pad Tile Expand Gather DepthToSpace SpaceToDepth Resize Upsample ReduceMean ReduceSum
-ReduceMax ReduceMin ReduceL1 ReduceL2 ReduceSumSquare ReduceProd LSTM GRU RNN""".split()
+ReduceMax ReduceMin ReduceL1 ReduceL2 ReduceSumSquare ReduceProd LSTM GRU RNN GreaterOrEqual LessOrEqual
+Not""".split()
 
 RTOL, ATOL = 1e-3, 1e-4
 

@@ -60,6 +60,15 @@ class ModelBuilder:
         data = np.asarray(data) if dtype is None else np.asarray(data, dtype)
         return self.tensor(name, data.shape, data.dtype, quant, data)
 
+    def sparse_const(self, name, shape, values, traversal_order, block_map, dims, quant=None) -> int:
+        """A sparse constant: `values` are the stored values only; dims, one per traversal
+        level: ("dense", size) or ("csr", segments, indices, kind) with kind "i32", "u16"
+        or "u8" (the SparseIndexVector type of both vectors)."""
+        values = np.asarray(values)
+        t = self.tensor(name, shape, values.dtype, quant, values)
+        self.tensors[t]["sparsity"] = (list(traversal_order), list(block_map), list(dims))
+        return t
+
     def output(self, t: int) -> None:
         self.outputs.append(t)
 
@@ -92,7 +101,7 @@ class ModelBuilder:
     def _vector(self, b, start_fn, values, kind):
         start_fn(b, len(values))
         prepend = {"i32": b.PrependInt32, "i64": b.PrependInt64, "f32": b.PrependFloat32,
-                   "u8": b.PrependUint8, "uoff": b.PrependUOffsetTRelative}[kind]
+                   "u8": b.PrependUint8, "u16": b.PrependUint16, "uoff": b.PrependUOffsetTRelative}[kind]
         for v in reversed(list(values)):
             prepend(v)
         return b.EndVector()
@@ -111,6 +120,43 @@ class ModelBuilder:
             else:
                 fn(b, ENUMS.get(k, {}).get(v, v) if isinstance(v, str) else v)
         return mod.End(b)
+
+    def _sparsity(self, b, sparsity):
+        SP, DM = (importlib.import_module(f"tflite.{m}") for m in ("SparsityParameters", "DimensionMetadata"))
+        kinds = {"i32": ("Int32Vector", 1, "i32"), "u16": ("Uint16Vector", 2, "u16"), "u8": ("Uint8Vector", 3, "u8")}
+        order, bmap, dims = sparsity
+        metas = []
+        for d in dims:
+            if d[0] == "dense":
+                DM.Start(b)
+                DM.AddFormat(b, 0)
+                DM.AddDenseSize(b, int(d[1]))
+                metas.append(DM.End(b))
+                continue
+            mod_name, union, kind = kinds[d[3]]
+            mod = importlib.import_module(f"tflite.{mod_name}")
+            vecs = []
+            for arr in (d[1], d[2]):
+                v = self._vector(b, mod.StartValuesVector, [int(x) for x in arr], kind)
+                mod.Start(b)
+                mod.AddValues(b, v)
+                vecs.append(mod.End(b))
+            DM.Start(b)
+            DM.AddFormat(b, 1)
+            DM.AddArraySegmentsType(b, union)
+            DM.AddArraySegments(b, vecs[0])
+            DM.AddArrayIndicesType(b, union)
+            DM.AddArrayIndices(b, vecs[1])
+            metas.append(DM.End(b))
+        ov = self._vector(b, SP.StartTraversalOrderVector, order, "i32")
+        bv = self._vector(b, SP.StartBlockMapVector, bmap, "i32") if bmap else None
+        mv = self._vector(b, SP.StartDimMetadataVector, metas, "uoff")
+        SP.Start(b)
+        SP.AddTraversalOrder(b, ov)
+        if bv is not None:
+            SP.AddBlockMap(b, bv)
+        SP.AddDimMetadata(b, mv)
+        return SP.End(b)
 
     def _serialize(self) -> bytes:
         # import_module: `import tflite.Buffer` would give the class (tflite/__init__ star-imports)
@@ -153,6 +199,7 @@ class ModelBuilder:
                 TQ.AddZeroPoint(b, zv)
                 TQ.AddQuantizedDimension(b, axis)
                 q = TQ.End(b)
+            sp = self._sparsity(b, t["sparsity"]) if t.get("sparsity") else None
             TT.Start(b)
             TT.AddShape(b, shape)
             TT.AddType(b, TYPES[t["dtype"]])
@@ -164,6 +211,8 @@ class ModelBuilder:
                 TT.AddIsVariable(b, True)
             if q is not None:
                 TT.AddQuantization(b, q)
+            if sp is not None:
+                TT.AddSparsity(b, sp)
             tensors.append(TT.End(b))
 
         codes, code_index = [], {}

@@ -10,6 +10,11 @@ from the comparison's operands with
 (a - b is non-zero whenever a != b, subnormals included). Float masks that
 stand for ONNX booleans are kept in ctx.bool_float and become Boolean again
 (Greater(mask, 0.5)) only where a graph output needs it.
+
+The Boolean results themselves are exact for NaN, infinities and signed zeros:
+GreaterOrEqual, LessOrEqual and Not(Equal) use the recipes of
+armnn_import/lowering/compare.py. (The float masks are exact for finite operands;
+two equal infinities give inf - inf = NaN there.)
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.compare import COMPARE, safe_constant
 
 from ..registry import register
 from .common import binary, broadcast
@@ -46,7 +52,17 @@ _MASKS = {
     "le": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n, negate=True),
     "eq": lambda ctx, a, b, n: step(ctx, ctx.b.activation(_diff(ctx, a, b, f"{n}_d"), AF.Abs, f"{n}_abs"), n,
                                     negate=True),
+    "ne": lambda ctx, a, b, n: ctx.b.linear(_MASKS["eq"](ctx, a, b, f"{n}_eq"), -1.0, 1.0, n),
 }
+
+
+def _operand(ctx, v, other, name):
+    """A constant operand as a float Port that a NaN or inf in `other` cannot reach."""
+    if isinstance(v, Port):
+        return v
+    if not isinstance(other, Port) or other.info.dtype != DataType.Float32:
+        raise Unsupported("a comparison of a constant with a non-float tensor")
+    return safe_constant(ctx.b, other, np.asarray(v, np.float32), name)
 
 
 def compare(ctx, kind: str, a, b, name: str) -> Port:
@@ -55,9 +71,10 @@ def compare(ctx, kind: str, a, b, name: str) -> Port:
         y = binary(ctx, L.Greater, a, b, name)
     elif kind == "eq":
         y = binary(ctx, L.Equal, a, b, name)
-    else:  # a >= b  <=>  max(a, b) == a ;  a <= b  <=>  min(a, b) == a
-        m = binary(ctx, L.Maximum if kind == "ge" else L.Minimum, a, b, f"{name}_{kind}")
-        y = binary(ctx, L.Equal, m, a, name)
+    else:  # ge, le, ne: NaN-exact recipes on Ports
+        out_shape = broadcast(ctx.lshape(a), ctx.lshape(b))
+        pa, pb = _operand(ctx, a, b, f"{name}_a"), _operand(ctx, b, a, f"{name}_b")
+        y = ctx.to_shape(COMPARE[kind](ctx.b, pa, pb, f"{name}_{kind}"), out_shape, name)
     ctx.bool_src[y] = (kind, a, b, name)
     return y
 
@@ -122,6 +139,12 @@ def _masks(ctx, node):
 
 @register("Not", since=1, layers=("Activation",))
 def not_(ctx, node):
+    """Not(Equal(a, b)) is the Boolean a != b (true for NaN, false for equal infinities);
+    any other Not works on float masks."""
+    v = ctx.val(node, 0)
+    src = ctx.bool_src.get(v) if isinstance(v, Port) else None
+    if src is not None and src[0] == "eq":
+        return compare(ctx, "ne", src[1], src[2], ctx.name(node))
     (m,) = _masks(ctx, node)
     return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
 

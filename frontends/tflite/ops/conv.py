@@ -12,6 +12,7 @@ from armnn_import.lowering.quant import quant_conv2d, quant_conv2d_nchw, requant
 
 from .. import quant as Q
 from . import REGISTRY
+from .empty import empty_pool_or
 
 NHWC = DataLayout.NHWC
 SAME, VALID = 0, 1
@@ -274,11 +275,7 @@ def _check_pool(op, ctx):
     shape = ctx.shape(op.inputs[0])
     if len(shape) != 4:
         return "input is not 4-D"
-    o = op.options
-    k = (o.get("filter_height", 1), o.get("filter_width", 1))
-    if o.get("padding") == VALID and (k[0] > shape[1] or k[1] > shape[2]):
-        return f"filter {list(k)} is larger than the input {list(shape[1:3])}"  # no output
-    return None
+    return None  # a VALID filter larger than the input gives an empty output (ops/empty.py)
 
 
 def _check_l2(op, ctx):
@@ -313,4 +310,4 @@ for _op, _algo, _until, _layers in (
         ("MAX_POOL_2D", PoolingAlgorithm.Max, 3, ("Pooling2d",)),
         ("L2_POOL_2D", PoolingAlgorithm.L2, 1, ("Activation", "Pooling2d"))):
     REGISTRY.register(_op, since=1, until=_until, check=_check_pool if _op != "L2_POOL_2D" else _check_l2,
-                      layers=_layers)(_pool(_algo))
+                      layers=_layers)(empty_pool_or(_pool(_algo)))

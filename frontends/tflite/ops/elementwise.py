@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as LT
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.compare import COMPARE, safe_constant
 
 from .. import quant as Q
 from . import REGISTRY
@@ -132,6 +134,46 @@ for _op, (_lt, _swap, _until) in {"EQUAL": (LT.Equal, False, 4), "GREATER": (LT.
     REGISTRY.register(_op, since=1, until=_until, layers=(_lt.name,),
                       notes="LESS(a, b) is Greater(b, a)" if _swap else "")(
         lambda ctx, op, _lt=_lt, _swap=_swap: binary_op(ctx, op, _lt, _swap))
+
+
+def _compare_const(ctx, x, c, name):
+    """The constant operand of a comparison as a Port like x (exact: see lowering.compare)."""
+    c = c.reshape((1,) * (x.info.rank - c.ndim) + c.shape) if c.ndim < x.info.rank else c
+    if x.info.dtype == DataType.Float32:
+        return safe_constant(ctx.nb, x, c, name)
+    if not x.info.dtype.is_quantized:
+        raise Unsupported(f"a {x.info.dtype.name} comparison with a constant operand "
+                          "(this format has integer constants only as Constant layers)")
+    levels = c.astype(np.float64) / x.info.scale + x.info.offset  # c is float32 (level - zp) * scale
+    near = np.round(levels)
+    if not (np.all(np.abs(levels - near) < 1e-3) and near.min() >= 0 and near.max() <= 255):
+        raise Unsupported("a quantized comparison with a constant that is not on the input's quantization grid")
+    return quant_constant(ctx, x, (near - x.info.offset) * x.info.scale, (x.info.scale, x.info.offset), name)
+
+
+def compare_op(ctx, op, kind):
+    """GREATER_EQUAL, LESS_EQUAL, NOT_EQUAL: the NaN-exact recipes of lowering.compare."""
+    a, b = op.inputs[:2]
+    name = ctx.name(op)
+    if ctx.is_const(a) and ctx.is_const(b):
+        fold_binary(ctx, op, {"ge": np.greater_equal, "le": np.less_equal, "ne": np.not_equal}[kind], a, b)
+        return
+    pa = None if ctx.is_const(a) else ctx.port(a)
+    pb = None if ctx.is_const(b) else ctx.port(b)
+    pa = pa if pa is not None else _compare_const(ctx, pb, ctx.const(a), f"{name}_a")
+    pb = pb if pb is not None else _compare_const(ctx, pa, ctx.const(b), f"{name}_b")
+    ctx.set(op, 0, COMPARE[kind](ctx.nb, pa, pb, name))
+
+
+# versions past 1 add int8 and int16 operands, whose tensors the type checks accept or refuse
+for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 3, ("Maximum", "Equal")),
+                                      "LESS_EQUAL": ("le", 3, ("Minimum", "Equal")),
+                                      "NOT_EQUAL": ("ne", 3, ("Maximum", "Minimum", "Activation", "Addition",
+                                                              "Greater"))}.items():
+    REGISTRY.register(_op, since=1, until=_until, layers=_layers,
+                      notes={"ge": "Equal(Maximum(b, a), a)", "le": "Equal(Minimum(b, a), a)",
+                             "ne": "Greater(max, min) with NaN sent to +-inf (NaN-exact)"}[_kind])(
+        lambda ctx, op, _kind=_kind: compare_op(ctx, op, _kind))
 
 
 @REGISTRY.register("SQUARED_DIFFERENCE", since=1, until=2, check=lambda op, ctx: _float_only(op, ctx),

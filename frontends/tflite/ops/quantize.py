@@ -75,3 +75,13 @@ def quantize(ctx, op):
         ctx.set(op, 0, x)
         return
     ctx.set(op, 0, ctx.nb.linear(x, 1.0, 0.0, ctx.name(op), quant=q))
+
+
+@REGISTRY.register("DENSIFY", since=1, until=1, layers=(),
+                   check=lambda op, ctx: None if ctx.is_const(op.inputs[0]) else
+                   "densifies a tensor computed at run time (only sparse constants are densified)",
+                   notes="sparse constants are densified when the file is read (frontends/tflite/sparse.py); "
+                         "DENSIFY folds")
+def densify(ctx, op):
+    # model.bypass_densify already routed the users of most DENSIFY ops to their constant
+    ctx.fold(op, 0, ctx.const(op.inputs[0]))

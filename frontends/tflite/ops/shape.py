@@ -25,6 +25,10 @@ def _all_const(ctx, op, inputs=None) -> bool:
     return all(ctx.is_const(i) for i in ins)
 
 
+def _empty(ctx, i) -> bool:
+    return 0 in tuple(np.shape(ctx.folded[i])) if i in ctx.folded else 0 in tuple(ctx.t(i).shape)
+
+
 def _value(ctx, i):
     """A folded constant's raw values (ints stay ints)."""
     if i in ctx.folded:
@@ -160,7 +164,8 @@ def concatenation(ctx, op):
         values = [np.asarray(_value(ctx, i)) for i in ins]
         ctx.fold(op, 0, np.concatenate(values, axis=_axis(op.options["axis"], values[0].ndim)))
         return
-    items = [i if ctx.is_const(i) else ctx.port(i) for i in ins]
+    # an empty constant (e.g. a pooling with no output element) adds nothing
+    items = [i if ctx.is_const(i) else ctx.port(i) for i in ins if not (ctx.is_const(i) and _empty(ctx, i))]
     rank = len(ctx.shape(ins[0]))
     q = ctx.out_quant(op)
     y = _concat(ctx, op, items, _axis(op.options["axis"], rank), ctx.name(op), q)

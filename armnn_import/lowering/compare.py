@@ -1,0 +1,103 @@
+"""a >= b, a <= b and a != b as Boolean tensors from the 19.02 layers (Maximum,
+Minimum, Equal, Greater), exact for every value, NaN, infinities and signed zeros
+included.
+
+Arm NN's Maximum and Minimum are std::max / std::min (reference workloads
+Maximum.hpp, Minimum.hpp): std::max(x, y) is (x < y) ? y : x, so whenever a NaN
+is involved the result is the FIRST operand, NaN or not (measured on 20.08:
+max(NaN, 1) = NaN, max(1, NaN) = 1). Equal and Greater are std::equal_to and
+std::greater, false for NaN.
+
+    a >= b  ==  Equal(Maximum(b, a), a)   b NaN: Equal(NaN, a); a NaN: Equal(b, NaN)
+    a <= b  ==  Equal(Minimum(b, a), a)   (the same argument with std::min)
+
+Equal(Maximum(a, b), a), the textbook form, is wrong when only b is NaN (it gives
+Equal(a, a), true). a != b must be true for NaN, which neither Equal nor Greater
+ever gives, so the NaNs are first made to order: with z = 0 * (sigmoid(a) +
+sigmoid(b)), 0 where both are numbers and NaN otherwise (sigmoid maps +-inf to
+1 and 0, NaN to NaN),
+
+    a != b  ==  Greater(Minimum(+inf, Maximum(a, b) + z), Maximum(-inf, Minimum(a, b) + z))
+
+where a NaN on either side makes the left +inf and the right -inf
+(std::min(+inf, NaN) = +inf, std::max(-inf, NaN) = -inf), and otherwise z = 0
+leaves max(a, b) > min(a, b), which is a != b (-0 and +0 compare equal).
+Quantized and integer tensors hold no NaN: a != b is Greater(Maximum, Minimum).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import descriptors as D
+from ..ir.graph import Port
+from ..ir.types import ActivationFunction as AF
+from ..ir.types import ConstTensor, DataType, LayerType
+from .builder import NetBuilder, Unsupported
+
+
+def safe_constant(nb: NetBuilder, like: Port, values, name: str) -> Port:
+    """A float32 constant of `values`' shape, exact whatever `like` holds: one element
+    of `like` clamped to 0 by BoundedReLu(0, 0) (std::max(0, NaN) is 0), then a
+    FullyConnected with zero weights and the values as bias. (NetBuilder.constant
+    multiplies the element itself by 0, which a NaN or inf turns into NaN.)"""
+    values = np.asarray(values, np.float32)
+    r = like.info.rank
+    one = nb.reshape(nb.slice(like, [0] * r, [1] * r, [1] * r, f"{name}_pick"), (1, 1), f"{name}_flat")
+    zero = nb.activation(one, AF.BoundedReLu, f"{name}_zero", 0.0, 0.0)
+    fc = nb.add(LayerType.FullyConnected, name, [zero], D.FullyConnectedDescriptor(True, False),
+                tensors={"weights": ConstTensor(np.zeros((1, max(values.size, 1)), np.float32)),
+                         "biases": ConstTensor(values.reshape(-1))})
+    nb.report.decomposition("constant", "FullyConnected with zero weights and the values as bias, "
+                            "fed by BoundedReLu(0, 0) of one input element")
+    return nb.reshape(fc, values.shape or (1,), f"{name}_shape")
+
+
+def _quant(a: Port, b: Port):
+    """The common quantization of two quantized operands (None for float/int)."""
+    if not a.info.dtype.is_quantized:
+        return None
+    qa, qb = (a.info.scale, a.info.offset), (b.info.scale, b.info.offset)
+    if qa != qb:
+        raise Unsupported(f"a quantized comparison of operands with different quantization {qa} and {qb} "
+                          "(Maximum/Minimum would requantize one of them)")
+    return qa
+
+
+def greater_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
+    """a >= b: Equal(Maximum(b, a), a)."""
+    m = nb.binary(LayerType.Maximum, b, a, f"{name}_max", quant=_quant(a, b))
+    nb.report.decomposition("greater-or-equal", "Equal(Maximum(b, a), a) (NaN-exact with std::max)")
+    return nb.binary(LayerType.Equal, m, a, name)
+
+
+def less_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
+    """a <= b: Equal(Minimum(b, a), a)."""
+    m = nb.binary(LayerType.Minimum, b, a, f"{name}_min", quant=_quant(a, b))
+    nb.report.decomposition("less-or-equal", "Equal(Minimum(b, a), a) (NaN-exact with std::min)")
+    return nb.binary(LayerType.Equal, m, a, name)
+
+
+def not_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
+    """a != b: Greater(max, min), with NaNs first sent to +inf / -inf for float."""
+    q = _quant(a, b)
+    hi = nb.binary(LayerType.Maximum, a, b, f"{name}_max", quant=q)
+    lo = nb.binary(LayerType.Minimum, a, b, f"{name}_min", quant=q)
+    if a.info.dtype != DataType.Float32:
+        nb.report.decomposition("not-equal", "Greater(Maximum(a, b), Minimum(a, b))")
+        return nb.binary(LayerType.Greater, hi, lo, name)
+    s = nb.binary(LayerType.Addition, nb.activation(a, AF.Sigmoid, f"{name}_sa"),
+                  nb.activation(b, AF.Sigmoid, f"{name}_sb"), f"{name}_s")
+    z = nb.linear(s, 0.0, 0.0, f"{name}_nan")  # 0, or NaN where a or b is NaN
+    hi = nb.binary(LayerType.Addition, hi, z, f"{name}_hi")
+    lo = nb.binary(LayerType.Addition, lo, z, f"{name}_lo")
+    rank = max(a.info.rank, b.info.rank)
+    inf = safe_constant(nb, a, np.full((1,) * rank, np.inf, np.float32), f"{name}_pinf")
+    ninf = nb.linear(inf, -1.0, 0.0, f"{name}_ninf")
+    hi = nb.binary(LayerType.Minimum, inf, hi, f"{name}_hi_num")   # NaN -> +inf
+    lo = nb.binary(LayerType.Maximum, ninf, lo, f"{name}_lo_num")  # NaN -> -inf
+    nb.report.decomposition("not-equal", "Greater(min(+inf, max(a, b) + z), max(-inf, min(a, b) + z)), "
+                            "z = 0 * (sigmoid(a) + sigmoid(b)) is NaN where an operand is NaN")
+    return nb.binary(LayerType.Greater, hi, lo, name)
+
+
+COMPARE = {"ge": greater_equal, "le": less_equal, "ne": not_equal}
