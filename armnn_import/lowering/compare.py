@@ -31,7 +31,7 @@ import numpy as np
 from ..ir import descriptors as D
 from ..ir.graph import Port
 from ..ir.types import ActivationFunction as AF
-from ..ir.types import ConstTensor, DataType, LayerType
+from ..ir.types import ComparisonOperation, ConstTensor, DataType, LayerType
 from .builder import NetBuilder, Unsupported
 
 
@@ -63,8 +63,17 @@ def _quant(a: Port, b: Port):
     return qa
 
 
+def _direct(nb: NetBuilder, op: ComparisonOperation, a: Port, b: Port, name: str) -> Port | None:
+    """From the 20.08 format on, one Comparison layer: std::greater_equal and friends on the
+    decoded values, so NaN, infinities and operands of different quantizations are exact."""
+    return nb.compare(op, a, b, name) if nb.target.at_least("20.08") else None
+
+
 def greater_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
     """a >= b: Equal(Maximum(b, a), a)."""
+    direct = _direct(nb, ComparisonOperation.GreaterOrEqual, a, b, name)
+    if direct is not None:
+        return direct
     m = nb.binary(LayerType.Maximum, b, a, f"{name}_max", quant=_quant(a, b))
     nb.report.decomposition("greater-or-equal", "Equal(Maximum(b, a), a) (NaN-exact with std::max)")
     return nb.binary(LayerType.Equal, m, a, name)
@@ -72,6 +81,9 @@ def greater_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
 
 def less_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
     """a <= b: Equal(Minimum(b, a), a)."""
+    direct = _direct(nb, ComparisonOperation.LessOrEqual, a, b, name)
+    if direct is not None:
+        return direct
     m = nb.binary(LayerType.Minimum, b, a, f"{name}_min", quant=_quant(a, b))
     nb.report.decomposition("less-or-equal", "Equal(Minimum(b, a), a) (NaN-exact with std::min)")
     return nb.binary(LayerType.Equal, m, a, name)
@@ -79,6 +91,9 @@ def less_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
 
 def not_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
     """a != b: Greater(max, min), with NaNs first sent to +inf / -inf for float."""
+    direct = _direct(nb, ComparisonOperation.NotEqual, a, b, name)
+    if direct is not None:
+        return direct
     q = _quant(a, b)
     hi = nb.binary(LayerType.Maximum, a, b, f"{name}_max", quant=q)
     lo = nb.binary(LayerType.Minimum, a, b, f"{name}_min", quant=q)

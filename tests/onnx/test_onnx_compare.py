@@ -26,13 +26,13 @@ def model(nodes, inputs, inits=None, opset=17):
     return h.make_model(g, opset_imports=[h.make_opsetid("", opset)])
 
 
-def run_both(armnn_runner, tmp_path, m, feeds):
+def run_both(armnn_runner, tmp_path, m, feeds, target="19.02"):
     from armnn_import.cli import main
 
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     src, dst = tmp_path / "m.onnx", tmp_path / "m.armnn"
     src.write_bytes(m.SerializeToString())
-    assert main(["convert", str(src), "-o", str(dst)]) == 0
+    assert main(["convert", str(src), "-o", str(dst), "--target", target]) == 0
     got = armnn_runner(dst.read_bytes(), list(feeds.values()))[0]
     return got.reshape(want.shape), want
 
@@ -42,22 +42,24 @@ CASES = {"GreaterOrEqual": ([h.make_node("GreaterOrEqual", ["a", "b"], ["y"])], 
          "NotEqual": ([h.make_node("Equal", ["a", "b"], ["e"]), h.make_node("Not", ["e"], ["y"])], np.not_equal)}
 
 
+@pytest.mark.parametrize("target", ["19.02", "20.08"])  # (20.08: one Comparison layer)
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_comparison_with_nan_and_inf(armnn_runner, tmp_path, case):
+def test_comparison_with_nan_and_inf(armnn_runner, tmp_path, case, target):
     nodes, fn = CASES[case]
     a, b = pairs()
-    got, want = run_both(armnn_runner, tmp_path, model(nodes, {"a": a, "b": b}), {"a": a, "b": b})
+    got, want = run_both(armnn_runner, tmp_path, model(nodes, {"a": a, "b": b}), {"a": a, "b": b}, target)
     np.testing.assert_array_equal(want, fn(a, b))
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("target", ["19.02", "20.08"])
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("const", [np.array(1.0, np.float32), np.array([INF, NAN, 0.0] * 3, np.float32)])
-def test_comparison_with_constant(armnn_runner, tmp_path, case, const):
+def test_comparison_with_constant(armnn_runner, tmp_path, case, const, target):
     """The constant must not pick up the NaN in a[0, 0]."""
     nodes, _ = CASES[case]
     a, _ = pairs()
-    got, want = run_both(armnn_runner, tmp_path, model(nodes, {"a": a}, inits={"b": const}), {"a": a})
+    got, want = run_both(armnn_runner, tmp_path, model(nodes, {"a": a}, inits={"b": const}), {"a": a}, target)
     np.testing.assert_array_equal(got, want)
 
 
