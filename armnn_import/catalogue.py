@@ -28,9 +28,18 @@ def registries(formats=None) -> dict:
     return out
 
 
-def rows(registry) -> list[tuple[str, str, str, str]]:
-    """(operator, version range, layers, notes) for every registry entry."""
-    return [(e.op, _versions(e), ", ".join(e.layers) or "-", e.notes) for e in registry.entries()]
+def rows(registry, target=None) -> list[tuple[str, str, str, str]]:
+    """(operator, version range, layers, notes) for every registry entry; with a target
+    (armnn_import.target.Target), only the entries its format can hold. Without one, an
+    entry that needs a richer format says so in its notes."""
+    out = []
+    for e in registry.entries():
+        if target is not None and not target.at_least(e.needs):
+            continue
+        needs = f"needs --target {e.needs}" if target is None and e.needs != "19.02" else ""
+        notes = "; ".join(n for n in (needs, e.notes) if n)
+        out.append((e.op, _versions(e), ", ".join(e.layers) or "-", notes))
+    return out
 
 
 def _versions(e) -> str:
@@ -41,13 +50,13 @@ def _title(name: str) -> str:
     return TITLES.get(name, name)
 
 
-def format_text(regs: dict) -> str:
-    out = []
+def format_text(regs: dict, target=None) -> str:
+    out = [f"for the Arm NN {target} format (--target {target})", ""] if target is not None else []
     for name, reg in regs.items():
-        table = rows(reg)
+        table = rows(reg, target)
         header = ("operator", VERSION_WORD.get(name, "version"), "Arm NN layers", "notes")
         widths = [max(len(r[k]) for r in table + [header]) for k in range(3)]
-        out.append(f"{_title(name)}: {len(reg.ops())} operators ({len(table)} version ranges)")
+        out.append(f"{_title(name)}: {len({r[0] for r in table})} operators ({len(table)} version ranges)")
         for r in [header] + table:
             out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3])
         out.append("")

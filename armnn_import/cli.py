@@ -137,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     o.add_argument("--format", metavar="FORMAT", help="only this model format (onnx or tflite)")
     o.add_argument("--markdown", action="store_true", help="print Markdown tables (docs/operators.md)")
+    o.add_argument("--target", choices=("19.02", "20.08", "23.08"), metavar="RELEASE",
+                   help="only what the Arm NN format of this release can take (default: every operator, "
+                        "each saying which target it needs)")
     _global_options(o, suppress=True)
     return p
 
@@ -509,7 +512,11 @@ def cmd_ops(args, out: _Out) -> int:
             raise UsageError(f"--format {args.format}: no such frontend (installed: "
                              f"{', '.join(sorted(available_frontends())) or 'none'})")
         regs = registries([args.format] if args.format else None)
-        text = format_markdown(regs) if args.markdown else format_text(regs)
+        if args.markdown and args.target:
+            raise UsageError("--markdown lists every target's operators (give no --target)")
+        from .target import get
+        text = format_markdown(regs) if args.markdown else \
+            format_text(regs, get(args.target) if args.target else None)
         sys.stdout.write(text)
         sys.stdout.flush()
     return _run(run, args, out)

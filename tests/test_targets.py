@@ -104,3 +104,28 @@ def test_inspect_and_report_show_the_target(tmp_path, capsys):
     assert "Arm NN 20.08 format" in capsys.readouterr().out
     assert cli.main(["inspect", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["target"] == "20.08"
+
+
+def test_ops_lists_what_each_target_takes(capsys):
+    assert cli.main(["ops", "--target", "19.02", "--format", "onnx"]) == 0
+    seed = capsys.readouterr().out
+    assert cli.main(["ops", "--target", "20.08", "--format", "onnx"]) == 0
+    rich = capsys.readouterr().out
+    assert "ArgMax" not in seed and "LogSoftmax" not in seed
+    assert "ArgMax" in rich and "LogSoftmax" in rich and "  Log  " not in rich
+    assert cli.main(["ops", "--format", "onnx"]) == 0
+    assert "needs --target 23.08" in capsys.readouterr().out
+
+
+def test_an_operator_of_a_richer_format_is_refused_with_the_target_to_use(tmp_path, capsys):
+    import onnx
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+    g = h.make_graph([h.make_node("ArgMax", ["x"], ["y"], axis=1)], "g",
+                     [h.make_tensor_value_info("x", TP.FLOAT, [2, 5])], [h.make_tensor_value_info("y", TP.INT64, None)])
+    src = tmp_path / "argmax.onnx"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), src)
+    assert cli.main([str(src), "-o", str(tmp_path / "a.armnn")]) == 1
+    err = capsys.readouterr().err
+    assert "needs the Arm NN 20.08 format" in err and "--target 20.08" in err
+    assert cli.main([str(src), "-o", str(tmp_path / "a.armnn"), "--target", "20.08", "-q"]) == 0
