@@ -34,15 +34,22 @@ class _Builder(flatbuffers.Builder):
     buffer (the stock one goes through an intermediate bytes object), from
     strided views too (a transposed weight is transposed by that copy). Its
     buffer starts as untouched zero pages (numpy's calloc) instead of a
-    bytearray that is zero-filled first."""
+    bytearray that is zero-filled first.
+
+    Vectors of at least `defer_min` bytes get their space but are not copied in
+    (write_chunks writes them from their own arrays). Where each one goes is kept
+    as its distance from the buffer's END: a FlatBuffer is built backwards, and
+    growing the buffer moves what is built to the end of a bigger one, so that
+    distance is the only position that stays true (an absolute index into the
+    buffer goes stale on the first growth)."""
 
     def __init__(self, size: int, defer_min: int | None = None):
         super().__init__(0)
-        self.Bytes = memoryview(np.zeros(size, np.uint8)).cast("B")
-        self.head = size
-        # vectors of at least defer_min bytes get their space but are not copied in:
-        # (position in Bytes, array), for write_chunks to write from the array itself
+        self.Bytes = memoryview(np.zeros(max(size, 64), np.uint8)).cast("B")
+        self.head = len(self.Bytes)
+        # (bytes from the start of the vector's data to the end of the buffer, array)
         self.defer_min, self.deferred = defer_min, []
+        self.grown = 0  # how many times the estimate was too small (for the tests)
 
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
@@ -51,13 +58,31 @@ class _Builder(flatbuffers.Builder):
         self.StartVector(x.itemsize, x.size, x.dtype.alignment)
         self.head = self.head - x.nbytes
         if self.defer_min is not None and x.nbytes >= self.defer_min:
-            self.deferred.append((self.head, x))
+            self.deferred.append((self.Offset(), x))
         else:
             dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
             dst.reshape(x.shape)[...] = x
             _release_mapped(x)
         self.vectorNumElems = x.size
         return self.EndVector()
+
+    def GrowByteBuffer(self):
+        """Double the buffer like the stock builder, but into zero pages again, copying
+        only what is built and not the holes of the deferred vectors (which would make
+        the whole of the weights resident just to copy zeros)."""
+        old, used = self.Bytes, len(self.Bytes) - self.head
+        if len(old) >= flatbuffers.Builder.MAX_BUFFER_SIZE:
+            raise SerializationError("the network does not fit in the 2 GiB a FlatBuffer can hold")
+        size = min(2 * len(old), flatbuffers.Builder.MAX_BUFFER_SIZE)
+        new = memoryview(np.zeros(size, np.uint8)).cast("B")
+        pos = len(old) - used  # copy [pos, end) of old to the same distance from the end of new
+        for off, x in sorted(self.deferred, key=lambda d: -d[0]):  # nearest the front first
+            start = len(old) - off
+            new[size - len(old) + pos:size - len(old) + start] = old[pos:start]
+            pos = start + x.nbytes
+        new[size - len(old) + pos:] = old[pos:]
+        self.Bytes = new
+        self.grown += 1
 
 
 def _release_mapped(x: np.ndarray) -> None:
@@ -201,23 +226,30 @@ def write(graph: Graph) -> bytes:
     return bytes(write_buffer(graph))
 
 
-def write_buffer(graph: Graph) -> memoryview:
-    """Like write(), but a view of the builder's buffer (no final copy)."""
-    b = _build(graph)
+def write_buffer(graph: Graph, *, buffer_size: int | None = None) -> memoryview:
+    """Like write(), but a view of the builder's buffer (no final copy).
+    `buffer_size`: the builder's first buffer (default: estimated); the bytes do not
+    depend on it, only how often the buffer grows (the tests vary it)."""
+    b = _build(graph, buffer_size=buffer_size)
     return memoryview(b.Bytes)[b.Head():]
 
 
-def write_chunks(graph: Graph, defer_min: int = 1 << 20) -> tuple[int, Iterator[memoryview]]:
+def write_chunks(graph: Graph, defer_min: int = 1 << 20, *,
+                 buffer_size: int | None = None) -> tuple[int, Iterator[memoryview]]:
     """The file's size, and its bytes as consecutive chunks: the builder's buffer between
     the large constants, and each large constant straight from its own array (from the
     memory-mapped model, transposed first if it is a strided view). The same bytes as
-    write(), without holding the weights a second time or copying them into the buffer."""
-    b = _build(graph, defer_min)
+    write(), without holding the weights a second time or copying them into the buffer
+    (whatever `buffer_size`, see write_buffer)."""
+    b = _build(graph, defer_min, buffer_size)
     buf, head = memoryview(b.Bytes), b.Head()
 
     def chunks():
-        pos = head
-        for start, x in sorted(b.deferred, key=lambda d: d[0]):
+        pos, end = head, len(buf)
+        for off, x in sorted(b.deferred, key=lambda d: -d[0]):  # nearest the front first
+            start = end - off
+            if not pos <= start <= end - x.nbytes:  # cannot happen: positions are relative to the end
+                raise SerializationError(f"internal: a deferred constant at {start} overlaps the one before")
             if start > pos:
                 yield buf[pos:start]
             yield memoryview(np.ascontiguousarray(x).reshape(-1).view(np.uint8))
@@ -228,13 +260,22 @@ def write_chunks(graph: Graph, defer_min: int = 1 << 20) -> tuple[int, Iterator[
     return len(buf) - head, chunks()
 
 
-def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
+def _estimate(graph: Graph, weight_bytes: int) -> int:
+    """The buffer size to start with: the weights, the names and ~100 bytes per slot and
+    ~500 per layer of tables. Only a guess (descriptor vectors, long shapes, alignment):
+    when it is short the buffer grows, which is correct, just slower."""
+    per_layer = sum(512 + len(l.name.encode("utf-8", "surrogatepass")) + 96 * (len(l.inputs) + len(l.outputs))
+                    for l in graph.layers)
+    return weight_bytes + 4096 + per_layer
+
+
+def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None) -> _Builder:
     weight_bytes = sum(t.stored.nbytes for l in graph.layers for t in l.tensors.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
             f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "
             "hint: use --fp16 or a quantized model")
-    b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers), defer_min)
+    b = _Builder(_estimate(graph, weight_bytes) if buffer_size is None else buffer_size, defer_min)
     b.ForceDefaults(True)
     positions = {id(l): i for i, l in enumerate(graph.layers)}
     layers = []
