@@ -1,7 +1,8 @@
-"""Atomic output (armnn_import.output.write_atomic): a temporary file in the
-target folder, then a rename. Never a partial target, never a temporary file
-left behind (except after SIGKILL, which cannot be caught: then the target is
-still intact), never the input overwritten; clear OutputErrors."""
+"""Atomic output (armnn_import.output.write_atomic): an unnamed (O_TMPFILE) or hidden
+temporary file in the target folder, checked, then renamed. Never a partial target,
+never a temporary file left behind (SIGKILL included where O_TMPFILE exists; elsewhere
+the next run removes the leftover), never the input overwritten, never a file other
+than the one promised; clear OutputErrors."""
 import errno
 import glob
 import os
@@ -125,6 +126,57 @@ def test_error_in_the_data_source_cleans_up(tmp_path):
     with pytest.raises(ValueError):
         write_atomic(target, chunks())
     assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+
+
+# -- the written file is checked before the rename (issue 12) ----------------------------------------
+@pytest.mark.parametrize("size", [len(NEW) - 1, len(NEW) + 1])
+def test_a_size_other_than_promised_keeps_the_old_file(tmp_path, size):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    with pytest.raises(OutputError, match=f"{len(NEW):,} bytes were written, {size:,} were promised"):
+        write_atomic(target, [NEW[:10], NEW[10:]], size=size)
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_the_check_reads_the_written_file_back(tmp_path):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    seen = []
+
+    def check(read_at, size):
+        seen.append((size, read_at(0, 10), read_at(size - 4, 100)))
+        return "the identifier is wrong"
+    with pytest.raises(OutputError, match="the identifier is wrong.*previous file is kept"):
+        write_atomic(target, NEW, size=len(NEW), check=check)
+    assert seen == [(len(NEW), NEW[:10], NEW[-4:])]
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+    write_atomic(target, NEW, size=len(NEW), check=lambda read_at, size: None)
+    assert target.read_bytes() == NEW
+
+
+@pytest.mark.skipif(not getattr(os, "O_TMPFILE", 0), reason="no O_TMPFILE on this platform")
+def test_the_file_being_written_has_no_name(tmp_path):
+    target = tmp_path / "out.armnn"
+    seen = []
+
+    def chunks():
+        yield NEW
+        seen.append(sorted(os.listdir(tmp_path)))
+        yield NEW
+    write_atomic(target, chunks())
+    assert seen == [[]] and target.read_bytes() == NEW + NEW and os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_without_o_tmpfile_a_named_file_is_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "_O_TMPFILE", 0)
+    target = tmp_path / "out.armnn"
+    seen = []
+
+    def chunks():
+        yield NEW
+        seen.append(len(_temps(tmp_path)))
+    write_atomic(target, chunks())
+    assert seen == [1] and target.read_bytes() == NEW and os.listdir(tmp_path) == ["out.armnn"]
 
 
 # -- full disk and read-only folder, simulated -----------------------------------------------------
