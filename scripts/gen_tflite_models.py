@@ -707,10 +707,11 @@ LONG_SCOPE = ("tensorflow_style_transformer_encoder_stack_with_semicolon_joined_
 
 def long_names_mlp(shape):
     """Dense 512->640 (float32 weights of 1.25 MiB), 16 Dense 16 + ReLU blocks and a Dense 10
-    head, with layer names as long as TensorFlow's: the converter joins the fused ops' names
-    with ';' into tensor names of 330-460 characters (Keras ResNet50 / MobileNet: 290-375).
-    The path real models take through the writer: its first buffer estimate is too small for
-    such names, and the large constant is streamed from the model (issue 12)."""
+    head, with TensorFlow-style names: the converter joins the fused ops' names with ';' into
+    tensor names of about 750 characters (Keras ResNet50 / MobileNet: 290-375 on average,
+    with more tables per layer). The path real models take through the writer: the large
+    constant is streamed from the model and the writer's old first buffer estimate is too
+    small for such names, so the buffer grows after the constant is placed (issue 12)."""
     from keras import layers, Model, Input
     inp = Input(shape)
     x = layers.Dense(640, activation="relu", name=f"{LONG_SCOPE}_input_projection_dense_layer_float32_weights_512x640")(inp)
