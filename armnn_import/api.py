@@ -39,11 +39,19 @@ class ConversionResult:
         return bytes(self.buffer())
 
     def save(self, path) -> None:
-        """Write atomically: a temporary file in the target folder, then rename."""
+        """Write atomically: a temporary file in the target folder, checked (size,
+        identifier, root table), then renamed over `path` (see output.write_atomic)."""
         from .output import write_atomic
-        _, data = self.chunks()
+        size, data = self.chunks()
         with self.report.phase("write"):
-            write_atomic(path, data)
+            write_atomic(path, data, size=size, check=self.file_check())
+
+    def file_check(self):
+        """check(read_at, size) for output.write_atomic: does the written file read
+        back as this network's .armnn file (identifier, root table, layer count)."""
+        from .serialize.writer import check_file
+        layers = len(self.network.layers)
+        return lambda read_at, size: check_file(read_at, size, layers)
 
 
 def _load_frontend(name: str):
@@ -192,8 +200,9 @@ def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:
 def load(path) -> Graph:
     """Read a .armnn file into the IR."""
     from .serialize import read
+    from .frontends import open_regular
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, ".armnn") as f:
             data = f.read()
     except OSError as e:
         raise LoadError(f"{path}: cannot read: {e.strerror}") from None

@@ -325,7 +325,7 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
             except OSError as e:
                 raise OutputError(f"{out_path}: cannot create {folder}: {e.strerror or e}") from None
         with report.phase("write"):
-            write_atomic(out_path, data, inputs=[model])
+            write_atomic(out_path, data, inputs=[model], size=size, check=result.file_check())
         g = result.network
         outcome.status, outcome.layers, outcome.size = "ok", len(g.layers), size
         outcome.extra["output"] = {"path": out_path, "bytes": size, "layers": len(g.layers)}
@@ -472,8 +472,9 @@ def cmd_inspect(args, out: _Out) -> int:
         from .inspect import describe, format_table
         from .serialize import read
 
+        from .frontends import open_regular
         try:
-            with open(args.file, "rb") as f:
+            with open_regular(args.file, ".armnn") as f:  # a FIFO would block forever
                 data = f.read()
         except OSError as e:
             raise LoadError(f"{args.file}: cannot read: {e.strerror or e}") from None
@@ -538,6 +539,10 @@ def _run(fn, args, out: _Out, prefix: str = "") -> int:
             traceback.print_exc()
         for line in (sub for entry in e.lines() for sub in (str(entry).splitlines() or [""])):
             out.error(line if line.startswith(prefix) else prefix + line)
+        if e.internal:  # e.g. an exception inside a lowering: never a refusal of the model
+            out.error(f"{prefix}internal error: the above is a bug in {PROG}; please report it with the command "
+                      "line and the model")
+            return EXIT_INTERNAL
         return EXIT_OUTPUT if isinstance(e, OutputError) else EXIT_INPUT
     except UsageError:
         raise

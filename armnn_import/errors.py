@@ -9,6 +9,8 @@ from dataclasses import dataclass
 class ArmnnImportError(Exception):
     """Base class of every error armnn-import raises on purpose."""
     exit_code = 1
+    # True when what went wrong is a bug of armnn-import, not the model (the CLI's exit code 4)
+    internal = False
 
     def lines(self) -> list[str]:
         """One line per problem, for the CLI."""
@@ -29,6 +31,7 @@ class Problem:
     node: str
     reason: str
     hint: str = ""
+    internal: bool = False  # an unexpected exception while lowering: a bug, not a refusal
 
     def __str__(self):
         s = f"{self.op} (node {self.node!r}): {self.reason}"
@@ -47,6 +50,10 @@ class UnsupportedModelError(ArmnnImportError):
 
     def lines(self) -> list[str]:
         return [str(p) for p in self.problems]
+
+    @property
+    def internal(self) -> bool:
+        return any(p.internal for p in self.problems)
 
 
 class ConversionError(ArmnnImportError):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 
 from .errors import LoadError
 
@@ -81,16 +82,47 @@ def sniff_format(head: bytes, complete: bool = False) -> str | None:
     return None
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def open_regular(path, what: str = "model"):
+    """Open `path` for binary reading, if it is a regular file (symlinks followed).
+    Anything else is refused with a LoadError: a FIFO would block forever on open()
+    or read(), a device like /dev/zero never ends. The open itself does not block
+    (O_NONBLOCK, cleared once the file is known to be regular)."""
+    path = os.fspath(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except IsADirectoryError:
+        raise LoadError(f"{path}: is a directory, not a {what} file") from None
+    except OSError as e:
+        raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise LoadError(f"{path}: is a directory, not a {what} file")
+        if not stat.S_ISREG(mode):
+            kind = next((k for test, k in _KINDS if test(mode)), "not a regular file")
+            raise LoadError(f"{path}: is {kind}; only a regular file can be read as a {what} file "
+                            "(save a stream to a file first)")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def frontend_for(path) -> str:
     """The format name of the model file at `path` ('onnx', 'tflite', or
     'armnn' for an already converted file). Raises LoadError if the file
     cannot be read or no heuristic and no installed frontend recognises it."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(HEAD_BYTES)
             complete = not f.read(1)
-    except IsADirectoryError:
-        raise LoadError(f"{path}: is a directory, not a model file") from None
     except OSError as e:
         raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
     if not head:

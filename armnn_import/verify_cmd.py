@@ -153,8 +153,9 @@ def _model_bytes(source) -> bytes:
         return bytes(source)
     if hasattr(source, "SerializeToString"):
         return source.SerializeToString()
+    from .frontends import open_regular
     try:
-        with open(source, "rb") as f:
+        with open_regular(source, "model or .armnn") as f:  # a FIFO would block forever
             return f.read()
     except OSError as e:
         raise VerifyError(f"{source}: cannot read: {e.strerror or e}") from None

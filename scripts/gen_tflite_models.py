@@ -693,7 +693,9 @@ def _randomize_weights(model, r, calib):
                           + [r.normal(0, 0.1, x.shape).astype(np.float32) for x in b])
     bns = [l for l in model.layers if isinstance(l, keras.layers.BatchNormalization)]
     head = kernels[-1]
-    probe = keras.Model(model.inputs[0], [l.input for l in bns] + [head.input])
+    model_probe = keras.Model(model.inputs[0], [l.input for l in bns] + [head.input])
+    # (a model of one output returns a tensor, not a list of one: a network without BatchNorm)
+    probe = lambda x, **kw: (lambda o: o if isinstance(o, (list, tuple)) else [o])(model_probe(x, **kw))
     for i, layer in enumerate(bns):
         # the statistics of this BN's input depend on every BN before it: run again
         x = probe(calib, training=False)[i].numpy().astype(np.float64)
@@ -762,6 +764,26 @@ def efficientnet_mini(shape):
                         input_shape=shape, classes=10)
 
 
+LONG_SCOPE = ("tensorflow_style_transformer_encoder_stack_with_semicolon_joined_fused_op_names_as_the_"
+              "tensorflow_lite_converter_writes_them_for_keras_functional_models")
+
+
+def long_names_mlp(shape):
+    """Dense 512->640 (float32 weights of 1.25 MiB), 16 Dense 16 + ReLU blocks and a Dense 10
+    head, with TensorFlow-style names: the converter joins the fused ops' names with ';' into
+    tensor names of about 750 characters (Keras ResNet50 / MobileNet: 290-375 on average,
+    with more tables per layer). The path real models take through the writer: the large
+    constant is streamed from the model and the writer's old first buffer estimate is too
+    small for such names, so the buffer grows after the constant is placed (issue 12)."""
+    from keras import layers, Model, Input
+    inp = Input(shape)
+    x = layers.Dense(640, activation="relu", name=f"{LONG_SCOPE}_input_projection_dense_layer_float32_weights_512x640")(inp)
+    for i in range(16):
+        x = layers.Dense(16, activation="relu",
+                         name=f"{LONG_SCOPE}_refinement_block_{i:02d}_feed_forward_dense_projection_with_relu_activation")(x)
+    return Model(inp, layers.Dense(10, name=f"{LONG_SCOPE}_classifier_head_dense_logits")(x), name="long_names_mlp")
+
+
 def keras_app(fn, **kw):
     def make(shape):
         import keras
@@ -783,6 +805,8 @@ for _n, _make, _shape, _note in [
         ("densenet_mini", densenet_mini, (64, 56, 3), densenet_mini.__doc__)]:
     CASES.append(Case(_n, [], [X((1,) + _shape, name="input")], None, ("float32", "int8"), "model",
                       note=_note, keras=(_make, _shape)))
+CASES.append(Case("long_names_mlp", [], [X((1, 512), name="input")], None, ("float32",), "model",
+                  note=long_names_mlp.__doc__.split("\n\n")[0], keras=(long_names_mlp, (512,))))
 
 
 # ----------------------------------------------------------------------------- recurrent nets

@@ -1,7 +1,8 @@
-"""Atomic output (armnn_import.output.write_atomic): a temporary file in the
-target folder, then a rename. Never a partial target, never a temporary file
-left behind (except after SIGKILL, which cannot be caught: then the target is
-still intact), never the input overwritten; clear OutputErrors."""
+"""Atomic output (armnn_import.output.write_atomic): an unnamed (O_TMPFILE) or hidden
+temporary file in the target folder, checked, then renamed. Never a partial target,
+never a temporary file left behind (SIGKILL included where O_TMPFILE exists; elsewhere
+the next run removes the leftover), never the input overwritten, never a file other
+than the one promised; clear OutputErrors."""
 import errno
 import glob
 import os
@@ -127,6 +128,57 @@ def test_error_in_the_data_source_cleans_up(tmp_path):
     assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
 
 
+# -- the written file is checked before the rename (issue 12) ----------------------------------------
+@pytest.mark.parametrize("size", [len(NEW) - 1, len(NEW) + 1])
+def test_a_size_other_than_promised_keeps_the_old_file(tmp_path, size):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    with pytest.raises(OutputError, match=f"{len(NEW):,} bytes were written, {size:,} were promised"):
+        write_atomic(target, [NEW[:10], NEW[10:]], size=size)
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_the_check_reads_the_written_file_back(tmp_path):
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    seen = []
+
+    def check(read_at, size):
+        seen.append((size, read_at(0, 10), read_at(size - 4, 100)))
+        return "the identifier is wrong"
+    with pytest.raises(OutputError, match="the identifier is wrong.*previous file is kept"):
+        write_atomic(target, NEW, size=len(NEW), check=check)
+    assert seen == [(len(NEW), NEW[:10], NEW[-4:])]
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+    write_atomic(target, NEW, size=len(NEW), check=lambda read_at, size: None)
+    assert target.read_bytes() == NEW
+
+
+@pytest.mark.skipif(not getattr(os, "O_TMPFILE", 0), reason="no O_TMPFILE on this platform")
+def test_the_file_being_written_has_no_name(tmp_path):
+    target = tmp_path / "out.armnn"
+    seen = []
+
+    def chunks():
+        yield NEW
+        seen.append(sorted(os.listdir(tmp_path)))
+        yield NEW
+    write_atomic(target, chunks())
+    assert seen == [[]] and target.read_bytes() == NEW + NEW and os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_without_o_tmpfile_a_named_file_is_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "_O_TMPFILE", 0)
+    target = tmp_path / "out.armnn"
+    seen = []
+
+    def chunks():
+        yield NEW
+        seen.append(len(_temps(tmp_path)))
+    write_atomic(target, chunks())
+    assert seen == [1] and target.read_bytes() == NEW and os.listdir(tmp_path) == ["out.armnn"]
+
+
 # -- full disk and read-only folder, simulated -----------------------------------------------------
 class _FailingFile:
     """Wraps a file object; write() fails with ENOSPC after `budget` bytes."""
@@ -210,9 +262,22 @@ def test_read_only_mount(tmpfs):
 
 
 # -- killed mid-write --------------------------------------------------------------------------------
-_SLOW_WRITER = textwrap.dedent("""
-    import sys, time
+# Every child starts from the default signal dispositions: a suite started from a background
+# job (`bash scripts/test.sh &`) inherits SIGINT ignored, and Python then installs no
+# KeyboardInterrupt handler, so the child would sleep through the SIGINT the test sends.
+_DEFAULT_SIGNALS = textwrap.dedent("""
+    import signal
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for _s in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(_s, signal.SIG_DFL)
+""")
+# NAMED=1: the named temporary file, as on a platform without O_TMPFILE
+_SLOW_WRITER = _DEFAULT_SIGNALS + textwrap.dedent("""
+    import os, sys, time
+    import armnn_import.output as output
     from armnn_import.output import write_atomic
+    if os.environ.get("NAMED") == "1":
+        output._O_TMPFILE = 0
 
     def chunks():
         yield b"new" * 1000
@@ -224,17 +289,18 @@ _SLOW_WRITER = textwrap.dedent("""
 """)
 
 
-def _kill_mid_write(tmp_path, script, args, sig):
-    """Start `script`, wait until its temporary file exists, send `sig`; returns the exit code."""
+def _kill_mid_write(tmp_path, script, args, sig, env=None):
+    """Start `script`, wait until it says it is writing (past the first chunk, inside
+    write_atomic), send `sig`; returns the exit code."""
+    import selectors
     proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     try:
-        deadline = time.monotonic() + 60
-        while not _temps(tmp_path):
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "no temporary file appeared"
-            time.sleep(0.02)
-        assert proc.stdout.readline() == "writing\n"  # inside write_atomic, past the first chunk
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        assert sel.select(60), "the child did not start writing"
+        line = proc.stdout.readline()
+        assert line == "writing\n", (line, proc.stderr.read() if proc.poll() is not None else "")
         proc.send_signal(sig)
         proc.wait(30)
     finally:
@@ -244,11 +310,12 @@ def _kill_mid_write(tmp_path, script, args, sig):
     return proc.returncode
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
-def test_signal_mid_write_leaves_no_temporary_file(tmp_path, sig):
+@pytest.mark.parametrize("named", ["O_TMPFILE", "named"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+def test_signal_mid_write_leaves_no_temporary_file(tmp_path, sig, named):
     target = tmp_path / "out.armnn"
     target.write_bytes(OLD)
-    code = _kill_mid_write(tmp_path, _SLOW_WRITER, [str(target)], sig)
+    code = _kill_mid_write(tmp_path, _SLOW_WRITER, [str(target)], sig, {"NAMED": str(int(named == "named"))})
     assert code != 0
     if sig != signal.SIGINT:
         assert code == -sig  # it still dies by the signal, after cleaning up
@@ -256,13 +323,47 @@ def test_signal_mid_write_leaves_no_temporary_file(tmp_path, sig):
     assert os.listdir(tmp_path) == ["out.armnn"]
 
 
-def test_sigkill_mid_write_leaves_the_target_intact(tmp_path):
+@pytest.mark.skipif(not getattr(os, "O_TMPFILE", 0), reason="no O_TMPFILE on this platform")
+def test_sigkill_mid_write_leaves_nothing_with_o_tmpfile(tmp_path):
+    """The file being written has no name (O_TMPFILE): SIGKILL leaves no trace (issue 17)."""
     target = tmp_path / "out.armnn"
     target.write_bytes(OLD)
     assert _kill_mid_write(tmp_path, _SLOW_WRITER, [str(target)], signal.SIGKILL) == -signal.SIGKILL
-    assert target.read_bytes() == OLD
-    # SIGKILL cannot be caught: a temporary file may remain, never a partial target
-    assert set(os.listdir(tmp_path)) - {"out.armnn"} == {os.path.basename(t) for t in _temps(tmp_path)}
+    assert target.read_bytes() == OLD and os.listdir(tmp_path) == ["out.armnn"]
+
+
+def test_sigkill_leftover_of_the_named_file_is_removed_by_the_next_run(tmp_path):
+    """Without O_TMPFILE, SIGKILL leaves the hidden temporary file (never a partial
+    target); the next write into that folder removes it: it is older than that run."""
+    target = tmp_path / "out.armnn"
+    target.write_bytes(OLD)
+    code = _kill_mid_write(tmp_path, _SLOW_WRITER, [str(target)], signal.SIGKILL, {"NAMED": "1"})
+    assert code == -signal.SIGKILL and target.read_bytes() == OLD
+    left = _temps(tmp_path)
+    assert len(left) == 1 and os.path.getsize(left[0]) <= 3000
+    # A process's start time is known to a clock tick (10 ms), rounded down: a run that starts
+    # within a tick of the leftover's last write keeps it (that errs on the side of keeping).
+    time.sleep(0.1)
+    subprocess.run([sys.executable, "-c", "import sys; from armnn_import.output import write_atomic; "
+                    "write_atomic(sys.argv[1], b'next run')", str(tmp_path / "other.armnn")],
+                   check=True, timeout=60)
+    assert sorted(os.listdir(tmp_path)) == ["other.armnn", "out.armnn"] and target.read_bytes() == OLD
+
+
+def test_stale_cleanup_spares_newer_files_and_other_names(tmp_path):
+    old_tmp = tmp_path / f"{output.TMP_PREFIX}{'0' * 16}{output.TMP_SUFFIX}"
+    fresh_tmp = tmp_path / f"{output.TMP_PREFIX}{'1' * 16}{output.TMP_SUFFIX}"
+    lookalike = tmp_path / f"{output.TMP_PREFIX}mine{output.TMP_SUFFIX}"
+    old_dir = tmp_path / f"{output.TMP_PREFIX}{'2' * 16}{output.TMP_SUFFIX}"
+    for f in (old_tmp, fresh_tmp, lookalike):
+        f.write_bytes(b"partial")
+    old_dir.mkdir()
+    long_ago = time.time() - 3600
+    for f in (old_tmp, lookalike, old_dir):
+        os.utime(f, (long_ago, long_ago))
+    # fresh_tmp was written after this process started: possibly a run still writing it
+    write_atomic(tmp_path / "out.armnn", NEW)
+    assert sorted(os.listdir(tmp_path)) == sorted(["out.armnn", fresh_tmp.name, lookalike.name, old_dir.name])
 
 
 def test_sigterm_with_a_handler_of_the_caller_is_left_alone(tmp_path):
@@ -286,7 +387,7 @@ def test_sigterm_with_a_handler_of_the_caller_is_left_alone(tmp_path):
 
 
 # The CLI end to end: a real conversion whose write is slowed down.
-_SLOW_CLI = textwrap.dedent("""
+_SLOW_CLI = _DEFAULT_SIGNALS + textwrap.dedent("""
     import sys, time
     import armnn_import.output as out
 
@@ -306,7 +407,7 @@ _SLOW_CLI = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
 def test_cli_interrupted_mid_write(tmp_path, sig):
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     model = os.path.join(repo, "test_models", "onnx", "resnet_small.onnx")

@@ -33,16 +33,23 @@ class _Builder(flatbuffers.Builder):
     buffer (the stock one goes through an intermediate bytes object), from
     strided views too (a transposed weight is transposed by that copy). Its
     buffer starts as untouched zero pages (numpy's calloc) instead of a
-    bytearray that is zero-filled first."""
+    bytearray that is zero-filled first.
+
+    Vectors of at least `defer_min` bytes get their space but are not copied in
+    (write_chunks writes them from their own arrays). Where each one goes is kept
+    as its distance from the buffer's END: a FlatBuffer is built backwards, and
+    growing the buffer moves what is built to the end of a bigger one, so that
+    distance is the only position that stays true (an absolute index into the
+    buffer goes stale on the first growth)."""
 
     def __init__(self, size: int, defer_min: int | None = None):
         super().__init__(0)
-        self.Bytes = memoryview(np.zeros(size, np.uint8)).cast("B")
-        self.head = size
-        # vectors of at least defer_min bytes get their space but are not copied in:
-        # (position in Bytes, array), for write_chunks to write from the array itself
+        self.Bytes = memoryview(np.zeros(max(size, 64), np.uint8)).cast("B")
+        self.head = len(self.Bytes)
+        # (bytes from the start of the vector's data to the end of the buffer, array)
         self.defer_min, self.deferred = defer_min, []
         self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
+        self.grown = 0  # how many times the estimate was too small (for the tests)
 
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
@@ -51,13 +58,31 @@ class _Builder(flatbuffers.Builder):
         self.StartVector(x.itemsize, x.size, x.dtype.alignment)
         self.head = self.head - x.nbytes
         if self.defer_min is not None and x.nbytes >= self.defer_min:
-            self.deferred.append((self.head, x))
+            self.deferred.append((self.Offset(), x))
         else:
             dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
             dst.reshape(x.shape)[...] = x
             _release_mapped(x)
         self.vectorNumElems = x.size
         return self.EndVector()
+
+    def GrowByteBuffer(self):
+        """Double the buffer like the stock builder, but into zero pages again, copying
+        only what is built and not the holes of the deferred vectors (which would make
+        the whole of the weights resident just to copy zeros)."""
+        old, used = self.Bytes, len(self.Bytes) - self.head
+        if len(old) >= flatbuffers.Builder.MAX_BUFFER_SIZE:
+            raise SerializationError("the network does not fit in the 2 GiB a FlatBuffer can hold")
+        size = min(2 * len(old), flatbuffers.Builder.MAX_BUFFER_SIZE)
+        new = memoryview(np.zeros(size, np.uint8)).cast("B")
+        pos = len(old) - used  # copy [pos, end) of old to the same distance from the end of new
+        for off, x in sorted(self.deferred, key=lambda d: -d[0]):  # nearest the front first
+            start = len(old) - off
+            new[size - len(old) + pos:size - len(old) + start] = old[pos:start]
+            pos = start + x.nbytes
+        new[size - len(old) + pos:] = old[pos:]
+        self.Bytes = new
+        self.grown += 1
 
 
 def _release_mapped(x: np.ndarray) -> None:
@@ -221,23 +246,30 @@ def write(graph: Graph) -> bytes:
     return bytes(write_buffer(graph))
 
 
-def write_buffer(graph: Graph) -> memoryview:
-    """Like write(), but a view of the builder's buffer (no final copy)."""
-    b = _build(graph)
+def write_buffer(graph: Graph, *, buffer_size: int | None = None) -> memoryview:
+    """Like write(), but a view of the builder's buffer (no final copy).
+    `buffer_size`: the builder's first buffer (default: estimated); the bytes do not
+    depend on it, only how often the buffer grows (the tests vary it)."""
+    b = _build(graph, buffer_size=buffer_size)
     return memoryview(b.Bytes)[b.Head():]
 
 
-def write_chunks(graph: Graph, defer_min: int = 1 << 20) -> tuple[int, Iterator[memoryview]]:
+def write_chunks(graph: Graph, defer_min: int = 1 << 20, *,
+                 buffer_size: int | None = None) -> tuple[int, Iterator[memoryview]]:
     """The file's size, and its bytes as consecutive chunks: the builder's buffer between
     the large constants, and each large constant straight from its own array (from the
     memory-mapped model, transposed first if it is a strided view). The same bytes as
-    write(), without holding the weights a second time or copying them into the buffer."""
-    b = _build(graph, defer_min)
+    write(), without holding the weights a second time or copying them into the buffer
+    (whatever `buffer_size`, see write_buffer)."""
+    b = _build(graph, defer_min, buffer_size)
     buf, head = memoryview(b.Bytes), b.Head()
 
     def chunks():
-        pos = head
-        for start, x in sorted(b.deferred, key=lambda d: d[0]):
+        pos, end = head, len(buf)
+        for off, x in sorted(b.deferred, key=lambda d: -d[0]):  # nearest the front first
+            start = end - off
+            if not pos <= start <= end - x.nbytes:  # cannot happen: positions are relative to the end
+                raise SerializationError(f"internal: a deferred constant at {start} overlaps the one before")
             if start > pos:
                 yield buf[pos:start]
             yield memoryview(np.ascontiguousarray(x).reshape(-1).view(np.uint8))
@@ -248,14 +280,23 @@ def write_chunks(graph: Graph, defer_min: int = 1 << 20) -> tuple[int, Iterator[
     return len(buf) - head, chunks()
 
 
-def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
-    unique = {id(t): t for l in graph.layers for t in l.tensors.values()}
+def _estimate(graph: Graph, weight_bytes: int) -> int:
+    """The buffer size to start with: the weights, the names and ~100 bytes per slot and
+    ~500 per layer of tables. Only a guess (descriptor vectors, long shapes, alignment):
+    when it is short the buffer grows, which is correct, just slower."""
+    per_layer = sum(512 + len(l.name.encode("utf-8", "surrogatepass")) + 96 * (len(l.inputs) + len(l.outputs))
+                    for l in graph.layers)
+    return weight_bytes + 4096 + per_layer
+
+
+def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None) -> _Builder:
+    unique = {id(t): t for l in graph.layers for t in l.tensors.values()}  # (shared tensors: once)
     weight_bytes = sum(t.stored.nbytes for t in unique.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
             f"the network's constants take {weight_bytes / 2**30:.2f} GiB, over the 2 GiB FlatBuffers limit; "
             "hint: use --fp16 or a quantized model")
-    b = _Builder(weight_bytes + 4096 + 512 * len(graph.layers), defer_min)
+    b = _Builder(_estimate(graph, weight_bytes) if buffer_size is None else buffer_size, defer_min)
     b.ForceDefaults(True)
     b.target, b.fb = graph.target, graph.target.bindings
     positions = {id(l): i for i, l in enumerate(graph.layers)}
@@ -282,3 +323,38 @@ def _build(graph: Graph, defer_min: int | None = None) -> _Builder:
     root = b.fb.SerializedGraphEnd(b)
     b.Finish(root, file_identifier=FILE_IDENTIFIER)
     return b
+
+
+def check_file(read_at, size: int, layers: int | None = None) -> str | None:
+    """What is wrong with a written .armnn file, or None: its identifier, and its
+    root table (a SerializedGraph whose vtable, layers vector and, if given, layer
+    count read back inside the file). `read_at(offset, n) -> bytes` reads the file;
+    only a few dozen bytes are read, whatever the file's size."""
+    def u32(off):
+        b = read_at(off, 4)
+        return struct.unpack("<I", b)[0] if len(b) == 4 else None
+
+    head = read_at(0, 8)
+    if len(head) < 8 or size < 8:
+        return f"only {size} bytes"
+    if head[4:8] != FILE_IDENTIFIER:
+        return f"file identifier is {head[4:8]!r}, expected {FILE_IDENTIFIER!r}"
+    root = struct.unpack("<I", head[:4])[0]
+    if not 8 <= root <= size - 4 or root % 4:
+        return f"root table offset {root} is outside the file ({size} bytes)"
+    vtable = root - struct.unpack("<i", read_at(root, 4))[0]
+    vt = read_at(vtable, 6) if 0 <= vtable <= size - 6 else b""
+    if len(vt) < 6:
+        return f"root table's vtable at {vtable} is outside the file"
+    vt_size, _, layers_field = struct.unpack("<HHH", vt)
+    if vt_size < 6 or vtable + vt_size > size or not layers_field:
+        return "root table has no layers"
+    vec = root + layers_field
+    n = None if vec + 4 > size else u32(vec)
+    vec = vec + n if n is not None else size
+    count = u32(vec) if vec + 4 <= size else None
+    if count is None or vec + 4 + 4 * count > size:
+        return "root table's layers vector runs past the end of the file"
+    if layers is not None and count != layers:
+        return f"root table lists {count} layers, the network has {layers}"
+    return None

@@ -470,7 +470,7 @@ class Converter(LoweringContext):
             raise
         except Exception as e:  # noqa: BLE001 - malformed attributes and the like: report, never crash
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered (internal error "
-                                         f"{type(e).__name__}: {str(e)[:200]})"))
+                                         f"{type(e).__name__}: {str(e)[:200]})", internal=True))
 
     def _lower(self, node: Node) -> None:
         ins = [i for i in node.inputs + node.implicit if i]
@@ -582,8 +582,8 @@ class Converter(LoweringContext):
         want = self.inferred.get(name)
         have = self.lshape(p)
         if want is not None and None not in want and tuple(want) != tuple(have):
-            raise Unsupported(f"internal: the lowering gives {name!r} the shape {have}, "
-                              f"ONNX shape inference says {want}")
+            raise RuntimeError(f"the lowering gives {name!r} the shape {have}, "
+                               f"ONNX shape inference says {want}")  # a bug: reported as internal
 
     def _outputs(self) -> None:
         for vi in self.model.graph.output:

@@ -11,6 +11,7 @@ import onnx
 from onnx import TensorProto
 
 from armnn_import.errors import LoadError
+from armnn_import.frontends import open_regular
 
 
 def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:
@@ -27,7 +28,7 @@ def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:
     else:
         path = os.fspath(source)
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:  # never a FIFO or a device: they would block
                 model = _parse_file(f, path, mapped)
         except IsADirectoryError:
             raise LoadError(f"{path}: is a directory, not a model file") from None

@@ -20,6 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from armnn_import.errors import LoadError
+from armnn_import.frontends import open_regular
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
 
 from .sparse import SparsityError, bypass_densify, densify, read_sparsity
@@ -142,7 +143,7 @@ def load(source) -> TFModel:
 def read_model_file(path):
     """The file's bytes: a read-only memory map (its weights are then used in
     place, never read into a copy), or bytes for an empty or unmappable file."""
-    with open(path, "rb") as f:
+    with open_regular(path) as f:  # never a FIFO or a device: they would block
         try:
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         except (ValueError, OSError):  # empty, or a pipe / special file
