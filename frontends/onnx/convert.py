@@ -556,18 +556,34 @@ class Converter(LoweringContext):
     def _pass_through(self, node) -> None:
         src = node.inputs[0] if node.inputs else ""
         if node.op == "Dropout":
-            training = self.values.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-            if isinstance(training, Port):
-                raise Unsupported("training_mode computed at run time")
-            ratio = self.values.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else 0.5
-            if training is not None and bool(np.asarray(training)) and float(np.asarray(ratio)) != 0.0:
-                raise Unsupported("Dropout in training mode is random")
+            self._dropout_check(node)
             if len(node.outputs) > 1 and node.outputs[1]:
                 v = self.values[src]
                 shape = self.lshape(v) if isinstance(v, Port) else np.shape(v)
                 self.values[node.outputs[1]] = np.ones(shape, np.bool_)
         self.values[node.outputs[0]] = self.values[src]
         self.report.folded.append(node.name)
+
+    def _dropout_check(self, node) -> None:
+        """Dropout is the identity unless training_mode is true and the ratio is not 0
+        (then it is random). Both inputs must be known here; each is a scalar."""
+        def scalar(i, default, what):
+            v = self.values.get(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else default
+            if isinstance(v, Port):
+                return v
+            a = np.asarray(v).reshape(-1)
+            if a.size != 1:
+                raise Unsupported(f"{what} has {a.size} elements; it must be a scalar (the model is invalid)")
+            return a[0]
+        training = scalar(2, False, "training_mode")
+        ratio = scalar(1, 0.5, "ratio")
+        if not isinstance(ratio, Port) and float(ratio) == 0.0:
+            return  # no element is dropped, whatever the mode
+        if isinstance(training, Port):
+            raise Unsupported("training_mode is computed at run time; it must be a constant",
+                              "make training_mode an initializer (false at inference)")
+        if bool(training):
+            raise Unsupported("Dropout in training mode is random")
 
     def _check_port(self, node, name, p: Port) -> None:
         shape = p.info.shape
