@@ -112,7 +112,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             if target is not None and target != _FORMAT_LAYOUT.get(fe.name):
                 set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
             run_pipeline(graph, report, passes=pipeline(conv_bias))
-            if options.fp16:
+            if options.fp16 or report.float16_network:
                 to_float16(graph, report)
         from .ir.compat import runtime_problems
         problems = runtime_problems(graph)

@@ -204,6 +204,10 @@ def pad(ctx, node):
     for i, a in enumerate(axes):
         before[a], after[a] = int(pads[i]), int(pads[i + len(axes)])
     # negative pads crop
+    for a, (d, lo, hi) in enumerate(zip(shape, before, after)):
+        if d + lo + hi < 0:
+            raise Unsupported(f"pads {lo} and {hi} on axis {a} of size {d} leave {d + lo + hi} elements "
+                              "(the model is invalid)")
     if any(v < 0 for v in before + after):
         x = ctx.b.slice(x, [max(-v, 0) for v in before], [d - max(-v, 0) for d, v in zip(shape, after)],
                         [1] * rank, f"{n}_crop")
