@@ -42,6 +42,7 @@ from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
 from .quant import QuantState
 from .registry import RANDOM_OPS, REFUSED
+from .upgrade import upgrade_if_old
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 PASS_THROUGH = ("Identity", "Dropout")
@@ -55,6 +56,8 @@ def convert(source, options, report) -> Graph:
     try:
         mapped: dict[str, np.ndarray] = {}
         model = load_model(source, mapped)
+        with report.phase("onnx:upgrade"):
+            model = upgrade_if_old(model, mapped, report)
         casts: set[str] = set()
         if is_float16_model(model):
             casts = to_float32(model, mapped, options.fp16)
