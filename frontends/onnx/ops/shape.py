@@ -214,8 +214,6 @@ def pad(ctx, node):
         before, after = [max(v, 0) for v in before], [max(v, 0) for v in after]
         shape = x.info.shape
     if mode == "constant":
-        if rank > 4:
-            raise Unsupported(f"constant padding of a {rank}-D tensor (Arm NN Pad takes at most 4-D)")
         y = ctx.b.pad(x, list(zip(before, after)), n if value == 0 else f"{n}_zero")
         if value != 0 and y is not x:
             ctx.report.decomposition("Pad", "non-zero constant: zero Pad, plus a constant that is the "
