@@ -126,3 +126,25 @@ def test_packed_qkv_split_on_the_leading_axis_of_5d(armnn_runner, split):
              [i64(f"e{i}", [i + 1]) for i in range(3)]
     r = check(armnn_runner, model(nodes, inits, shape=x.shape), {"x": x})
     assert_at_most_4d(r)
+
+
+def _one(op, inits=(), inputs=("x",), **attrs):
+    return model([h.make_node(op, list(inputs) + [i.name for i in inits], ["y"], **attrs)], list(inits))
+
+
+OTHERS = {
+    "ReduceMean-2-4": _one("ReduceMean", axes=[2, 4], keepdims=1),
+    "ReduceMax-1": _one("ReduceMax", axes=[1], keepdims=0),
+    "Softmax-2": _one("Softmax", axis=2),
+    "Transpose": _one("Transpose", perm=[4, 2, 0, 3, 1]),
+    "Add-broadcast": _one("Add", [nh.from_array(RNG.standard_normal((1, 3, 1, 5, 1)).astype(np.float32), "c")]),
+    "Concat": model([h.make_node("Concat", ["x", "x"], ["y"], axis=2)]),
+    # its per-channel shift becomes an Addition whose constant is derived from the (5-D) input
+    "InstanceNormalization": _one("InstanceNormalization", [nh.from_array(np.full(3, 1.5, np.float32), "s"),
+                                                            nh.from_array(np.arange(3, dtype=np.float32), "b")]),
+}
+
+
+@pytest.mark.parametrize("name", OTHERS)
+def test_other_5d_operators(armnn_runner, name):
+    assert_at_most_4d(check(armnn_runner, OTHERS[name], {"x": X5}))
