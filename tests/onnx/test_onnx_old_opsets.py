@@ -172,3 +172,17 @@ def test_cli_upgrades_an_old_model_with_large_weights(tmp_path, armnn_runner):
     (want,) = ort_run(m, {"x": x})
     (got,) = armnn_runner(str(out), [x])
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
+
+
+def test_concat_without_axis_before_opset_4(armnn_runner):
+    """Concat-1's axis was optional (default 1); neither onnxruntime nor onnx.reference runs it:
+    the expected values are that definition."""
+    m = old_model([h.make_node("Concat", ["x", "x"], ["y"])], {"x": X}, opset=3)
+    check(armnn_runner, m, {"x": X}, want=[np.concatenate([X, X], axis=1)], constant_layers_ok=True)
+
+
+def test_an_old_cast_with_a_string_type_is_refused_with_the_converters_message():
+    m = old_model([h.make_node("Cast", ["x"], ["y"], to="FLOAT")], {"x": X}, opset=3)
+    with pytest.raises(ConversionError, match="opset 3; upgrading it to opset 7 with onnx.version_converter "
+                                              "failed: .*Cast"):
+        armnn_import.convert(m)
