@@ -148,3 +148,19 @@ OTHERS = {
 @pytest.mark.parametrize("name", OTHERS)
 def test_other_5d_operators(armnn_runner, name):
     assert_at_most_4d(check(armnn_runner, OTHERS[name], {"x": X5}))
+
+
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                      "test_models", "onnx")
+
+
+@pytest.mark.parametrize("name,shape", [("yolo_head_dynamic", (2, 3, 32, 32)),
+                                        ("torch_encoder_layer_dynamic", (3, 8, 32))])
+def test_dynamic_batch_reference_models_at_a_larger_batch(armnn_runner, name, shape):
+    """The exports with a dynamic batch axis, pinned to a batch over 1 (every 5-D tensor then
+    has more than one axis over 1), against onnxruntime on the model file."""
+    import onnx
+    m = onnx.load(os.path.join(MODELS, f"{name}.onnx"))
+    x = RNG.standard_normal(shape).astype(np.float32)
+    r = check(armnn_runner, m, {"input": x}, input_shapes={"input": shape}, atol=2e-4)
+    assert_at_most_4d(r)
