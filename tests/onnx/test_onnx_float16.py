@@ -112,3 +112,24 @@ def test_cli_converts_a_float16_model(tmp_path, armnn_runner):
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(np.float32).reshape(want.shape), want.astype(np.float32),
                                rtol=1e-2, atol=2e-3)
+
+
+def test_large_float16_weights_read_from_the_file(tmp_path, armnn_runner):
+    """Weights over 64 KiB are memory-mapped from the model file (wire.py): they are widened
+    to float32 too, and stored back as Float16."""
+    w = (RNG.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float16)
+    nodes = [h.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), h.make_node("Relu", ["c"], ["y"])]
+    g = h.make_graph(nodes, "big16", [h.make_tensor_value_info("x", TP.FLOAT16, [1, 64, 6, 6])],
+                     [h.make_tensor_value_info("y", TP.FLOAT16, None)], [nh.from_array(w, "w")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)])
+    path = tmp_path / "big16.onnx"
+    onnx.save(m, str(path))
+    from ort_check import ort_run
+    x = f16(1, 64, 6, 6)
+    (want,) = ort_run(m, {"x": x})
+    result = armnn_import.convert(str(path))
+    weights = [t for l in result.network.layers for t in l.tensors.values() if t.data.size == w.size]
+    assert weights and weights[0].data.dtype == np.float16
+    (got,) = armnn_runner(result.to_bytes(), [x])
+    np.testing.assert_allclose(got.astype(np.float32).reshape(want.shape), want.astype(np.float32),
+                               rtol=1e-2, atol=1e-2)
