@@ -615,7 +615,18 @@ class Converter(LoweringContext):
         if want is not None and None not in want and tuple(want) != tuple(have):
             if min(want, default=0) < 0:
                 raise Unsupported(f"ONNX shape inference gives {name!r} the shape {tuple(want)} (the model is invalid)")
+            if name in self._declared():  # the model's own claim about the tensor is wrong
+                raise Unsupported(f"the model declares {name!r} of shape {tuple(want)}, but {node.op} computes "
+                                  f"{tuple(have)} (the model is invalid)")
             raise LoweringBug(f"the lowering gives {name!r} the shape {have}, ONNX shape inference says {want}")
+
+    def _declared(self) -> set[str]:
+        """Names whose shape the model states (value_info and graph outputs with a shape)."""
+        if not hasattr(self, "_declared_names"):
+            g = self.model.graph
+            self._declared_names = {vi.name for vi in list(g.value_info) + list(g.output)
+                                    if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+        return self._declared_names
 
     def _outputs(self) -> None:
         for vi in self.model.graph.output:

@@ -120,3 +120,36 @@ def test_a_negative_pad_larger_than_the_axis_is_a_bad_model(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "crop_too_much" in proc.stderr and "the model is invalid" in proc.stderr, proc.stderr
     assert "internal" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_declared_shape_the_operator_does_not_compute_is_a_bad_model(tmp_path):
+    """value_info claiming a shape the node cannot give (here a Conv turned into an Add)."""
+    w = nh.from_array(np.ones((4, 3, 1, 1), np.float32), "w")
+    path = save(tmp_path, [h.make_node("Add", ["x", "w"], ["y"], name="was_conv")],
+                [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, 2, 2])], [w],
+                outputs=[h.make_tensor_value_info("y", TP.FLOAT, [1, 4, 2, 2])])
+    proc = cli(path, "-o", tmp_path / "m.armnn")
+    assert proc.returncode == 1, proc.stderr
+    assert "the model declares 'y' of shape (1, 4, 2, 2), but Add computes (4, 3, 2, 2)" in proc.stderr
+
+
+def test_a_shape_our_lowering_gets_wrong_is_an_internal_error(tmp_path, monkeypatch, capsys):
+    """Not a refusal: exit code 4 and the tool's internal-error line."""
+    import dataclasses
+
+    from armnn_import import cli as cli_module
+    from frontends.onnx.ops import REGISTRY
+
+    real = REGISTRY.lookup
+
+    def lookup(op, opset):
+        e = real(op, opset)
+        if op != "Relu":
+            return e
+        return dataclasses.replace(e, fn=lambda ctx, node: ctx.b.reshape(ctx.port(node, 0), (12,), "wrong"))
+
+    monkeypatch.setattr(REGISTRY, "lookup", lookup)
+    path = save(tmp_path, [h.make_node("Relu", ["x"], ["y"])], [h.make_tensor_value_info("x", TP.FLOAT, [3, 4])])
+    assert cli_module.main([str(path), "-o", str(tmp_path / "m.armnn")]) == 4
+    err = capsys.readouterr().err
+    assert "internal error" in err and "LoweringBug" in err and "ONNX shape inference says (3, 4)" in err
