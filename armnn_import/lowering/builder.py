@@ -172,7 +172,8 @@ class NetBuilder:
             raise Unsupported(f"padding {sum(1 for p in pads if any(p))} axes of a {len(shape)}-D tensor "
                               "(Arm NN's Pad takes at most 4-D, and no merging of axes makes it so)")
         view = [math.prod(shape[a] for a in g) for g in groups]
-        merged = [(pads[g[0]][0] * (v // shape[g[0]]), pads[g[0]][1] * (v // shape[g[0]])) for g, v in zip(groups, view)]
+        merged = [(pads[g[0]][0] * (v // shape[g[0]]), pads[g[0]][1] * (v // shape[g[0]]))
+                  for g, v in zip(groups, view)]
         y = self.pad(self.reshape(x, view, f"{name}_merged"), merged, f"{name}_pad")
         return self.reshape(y, out, name)
 

@@ -364,16 +364,17 @@ class Converter(LoweringContext):
             try:
                 shape = tuple(int(d) for d in pinned)
             except (TypeError, ValueError):
-                raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be integers, got {pinned!r}") from None
+                raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be integers, "
+                                      f"got {pinned!r}") from None
             if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
-                raise ConversionError(f"--input-shape {printable(vi.name)}: the input has {len(tt.shape.dim)} dimensions, "
-                                      f"{len(shape)} given")
+                raise ConversionError(f"--input-shape {printable(vi.name)}: the input has {len(tt.shape.dim)} "
+                                      f"dimensions, {len(shape)} given")
             if any(d <= 0 for d in shape):
                 raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be positive, got {shape}")
             for i, d in enumerate(tt.shape.dim if tt.HasField("shape") else []):
                 if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != shape[i]:
-                    raise ConversionError(f"--input-shape {printable(vi.name)}: dimension {i} is fixed to {d.dim_value} "
-                                          f"in the model, {shape[i]} given")
+                    raise ConversionError(f"--input-shape {printable(vi.name)}: dimension {i} is fixed to "
+                                          f"{d.dim_value} in the model, {shape[i]} given")
             return shape
         if not tt.HasField("shape"):
             raise ConversionError(f"input {vi.name!r} has no shape in the model; give it with "

@@ -39,7 +39,8 @@ def batch_norm(ctx, node):
     bad = int(np.count_nonzero(~(denom > 0)))
     if bad:  # ONNX's results are NaN or infinite there too: keep them, but say so (no numpy warning)
         ctx.report.warn(f"BatchNormalization {node.name!r}: variance + epsilon is zero, negative or NaN in "
-                        f"{bad} of {c} channels; their outputs are NaN or infinite (the model's statistics are invalid)")
+                        f"{bad} of {c} channels; their outputs are NaN or infinite (the model's statistics "
+                        "are invalid)")
     with np.errstate(invalid="ignore", divide="ignore"):
         mul = scale / np.sqrt(denom)
         shift = bias - mean * mul
