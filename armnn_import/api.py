@@ -139,12 +139,13 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         from .passes import pipeline, run_pipeline
         from .passes.convert import TO_NCHW, TO_NHWC, set_io_layout, to_float16
         with report.phase("passes"):
-            target = _io_layout(fe, options)
-            if target is not None and target != _FORMAT_LAYOUT.get(fe.name):
-                set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
+            io_layout = _io_layout(fe, options)
+            if io_layout is not None and io_layout != _FORMAT_LAYOUT.get(fe.name):
+                set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
             run_pipeline(graph, report, passes=pipeline(conv_bias))
             if options.fp16:
                 _check_range(graph, report, fe.name, options)
+            if options.fp16 or report.float16_network:
                 to_float16(graph, report)
         from .ir.compat import runtime_problems
         problems = runtime_problems(graph)

@@ -14,6 +14,8 @@ import argparse
 import os
 import sys
 
+from .errors import printable
+
 PROG = "armnn-import"
 COMMANDS = ("convert", "inspect", "verify", "ops")
 
@@ -173,18 +175,21 @@ class _Out:
         self.quiet = quiet
         self.errors: list[str] = []  # every error printed, for the report
 
+    # Every line is escaped (errors.printable): model and layer names reach these messages.
     def info(self, msg: str):
         if not self.quiet:
-            print(msg, flush=True)
+            print("\n".join(printable(line) for line in str(msg).splitlines()), flush=True)
 
     def error(self, msg: str):
         for line in str(msg).splitlines() or [""]:
+            line = printable(line)
             self.errors.append(line)
             print(f"{PROG}: error: {line}", file=sys.stderr, flush=True)
 
     def warning(self, msg: str):
         if not self.quiet:
-            print(f"{PROG}: warning: {msg}", file=sys.stderr, flush=True)
+            for line in str(msg).splitlines() or [""]:
+                print(f"{PROG}: warning: {printable(line)}", file=sys.stderr, flush=True)
 
 
 # -- convert -----------------------------------------------------------------

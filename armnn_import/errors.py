@@ -6,6 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def printable(text) -> str:
+    """`text` with every non-printable character (newlines, escape sequences,
+    bidirectional overrides, ...) written as its Python escape, so that names
+    from a model cannot break or restyle the terminal's lines."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class ArmnnImportError(Exception):
     """Base class of every error armnn-import raises on purpose."""
     exit_code = 1
@@ -34,8 +44,8 @@ class Problem:
     internal: bool = False  # an unexpected exception while lowering: a bug, not a refusal
 
     def __str__(self):
-        s = f"{self.op} (node {self.node!r}): {self.reason}"
-        return f"{s}; hint: {self.hint}" if self.hint else s
+        s = f"{printable(self.op)} (node {self.node!r}): {printable(self.reason)}"
+        return f"{s}; hint: {printable(self.hint)}" if self.hint else s
 
 
 class UnsupportedModelError(ArmnnImportError):

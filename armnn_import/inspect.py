@@ -2,6 +2,7 @@
 (for JSON and the API) and as a text table (`armnn-import inspect`)."""
 from __future__ import annotations
 
+from .errors import printable
 from .ir.graph import Graph
 from .ir.types import LayerType, TensorInfo
 from .report import io_summary
@@ -63,6 +64,7 @@ def _size(n: int) -> str:
 
 
 def _cut(name: str) -> str:
+    name = printable(name)  # layer names come from the model: no raw control characters on the terminal
     return name if len(name) <= _NAME_WIDTH else name[:_NAME_WIDTH - 3] + "..."
 
 
@@ -92,7 +94,7 @@ def format_table(desc: dict) -> str:
         lines.append(f"{title}:")
         for io in items:
             q = io.get("quantization")
-            lines.append(f"  [{io['binding_id']}] {io['name']}: {_shape(io['shape'])} {io['dtype']}"
+            lines.append(f"  [{io['binding_id']}] {printable(io['name'])}: {_shape(io['shape'])} {io['dtype']}"
                          + (f" quant {_quant(q)}" if q else ""))
         if not items:
             lines.append("  (none)")

@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
+from .errors import printable
+
 
 @dataclass
 class Report:
@@ -24,6 +26,7 @@ class Report:
     passes: dict[str, int] = field(default_factory=dict)     # pass -> layers changed
     # --fp16: the range check's inputs, bound and per-layer max |value| (fp16_range.RangeCheck)
     fp16_range: dict = field(default_factory=dict)
+    float16_network: bool = False  # the frontend asks for a Float16 network (a float16 model)
     # Called with each phase name as the phase starts (the CLI's progress bar); not reported.
     listener: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
 
@@ -70,7 +73,7 @@ PHASES = ("load", "frontend", "passes", "write", "verify")  # the top-level phas
 def _io_line(d: dict) -> str:
     dims = "x".join(str(n) for n in d["shape"]) or "scalar"
     q = d.get("quantization")
-    return (f"{d['name']} {dims} {d['dtype']}" + (f" ({d['layout']})" if d.get("layout") else "")
+    return (f"{printable(d['name'])} {dims} {d['dtype']}" + (f" ({d['layout']})" if d.get("layout") else "")
             + (f" q=({q['scale']:.6g},{q['offset']})" if q else ""))
 
 
@@ -87,7 +90,7 @@ def fp16_range_line(r: dict) -> str:
 def format_summary(report: Report, layers: int | None = None) -> str:
     """A few lines for people: what was converted into what, the decisions
     worth a look, and where the time went."""
-    head = f"{report.source or 'model'} ({report.format}): {len(report.nodes)} nodes"
+    head = f"{printable(report.source or 'model')} ({report.format}): {len(report.nodes)} nodes"
     if report.target != "19.02":
         head += f", Arm NN {report.target} format"
     lines = [head + (f" -> {layers} layers" if layers is not None else "")]

@@ -298,6 +298,56 @@ class DynamicBatchCNN(nn.Module):
         return self.fc(torch.cat([x.view(x.size(0), -1), pooled], 1))
 
 
+# ---------------------------------------------------------------- torch.nn.TransformerEncoderLayer
+
+class TorchEncoderLayer(nn.Module):
+    """torch's own nn.TransformerEncoderLayer (nn.MultiheadAttention inside): the exporter
+    unflattens the packed QKV projection to 5-D and splits it on the leading axis."""
+
+    def __init__(self, explicit_attention=False):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                                batch_first=True)
+        self.explicit = explicit_attention
+
+    def forward(self, x):
+        layer = self.layer
+        if self.explicit:  # the layer's own forward, but with need_weights=True: no SDPA (exports from opset 14)
+            x = layer.norm1(x + layer.self_attn(x, x, x, need_weights=True)[0])
+            return layer.norm2(x + layer._ff_block(x))
+        return layer(x)
+
+
+# ---------------------------------------------------------------- YOLO-style detection head
+
+class YoloHead(nn.Module):
+    """A YOLOv5-style Detect head on a small backbone: (B, A*(5+C), H, W) viewed as
+    (B, A, 5+C, H, W), permuted to (B, A, H, W, 5+C), sigmoid, box decoding on slices of
+    the last axis with a grid and anchors, concatenated and flattened to (B, A*H*W, 5+C);
+    plus the YOLOv3-style objectness read from the 5-D view before the permute."""
+
+    def __init__(self, anchors=((10, 13), (16, 30), (33, 23)), classes=4, stride=8):
+        super().__init__()
+        self.na, self.no, self.stride = len(anchors), 5 + classes, stride
+        self.backbone = nn.Sequential(conv_bn(3, 16, 3, 2), conv_bn(16, 16, 3, 2), conv_bn(16, 16, 3, 2))
+        self.head = nn.Conv2d(16, self.na * self.no, 1)
+        self.register_buffer("anchor_grid", torch.tensor(anchors, dtype=torch.float32).view(1, self.na, 1, 1, 2))
+
+    def forward(self, x):
+        p = self.head(self.backbone(x))
+        b, _, h, w = p.shape
+        raw = p.view(b, self.na, self.no, h, w)
+        objectness = raw[:, :, 4].sigmoid()
+        y = raw.permute(0, 1, 3, 4, 2).contiguous().sigmoid()
+        gy, gx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
+                                indexing="ij")
+        grid = torch.stack((gx, gy), 2).view(1, 1, h, w, 2)
+        xy = (y[..., 0:2] * 2 - 0.5 + grid) * self.stride
+        wh = (y[..., 2:4] * 2) ** 2 * self.anchor_grid
+        out = torch.cat((xy, wh, y[..., 4:]), -1)
+        return out.view(b, -1, self.no), objectness
+
+
 # ---------------------------------------------------------------- export
 
 MODELS = {
@@ -333,6 +383,19 @@ MODELS = {
                           ["Shape/Gather/Unsqueeze/Concat/Reshape chains", "Mul on shape values",
                            "dynamic batch dimension", "ReduceMean", "Concat", "Gemm"]),
 }
+# torch.nn modules whose exports have 5-D intermediates (issue 17), each at opset 13, 17 and
+# with a dynamic batch axis
+_TRANSFORMER = ("torch.nn.TransformerEncoderLayer (d_model 32, 4 heads, ReLU FFN 64, batch_first)",
+                ["packed QKV unflattened to 5-D", "Gather on the leading axis of the 5-D/4-D projection",
+                 "5-D Transpose/Squeeze", "MatMul of two activations", "Softmax", "LayerNormalization"])
+_YOLO = ("YOLOv5-style Detect head (3 anchors, 4 classes) on a 3-conv backbone",
+         ["(B, A, 5+C, H, W) Reshape", "5-D Transpose and Sigmoid", "Slice of the last axis of a 5-D tensor",
+          "5-D Mul/Add/Pow with grid and anchor constants", "5-D Concat", "Gather on axis 2 of a 5-D tensor"])
+for _tag, _shape0, _opset in (("op13", 1, 13), ("op17", 1, 17), ("dynamic", "batch", 17)):
+    _ctor = (lambda: TorchEncoderLayer(explicit_attention=True)) if _opset < 14 else TorchEncoderLayer
+    _arch = _TRANSFORMER[0] + (", attention with need_weights=True (SDPA exports from opset 14)" if _opset < 14 else "")
+    MODELS[f"torch_encoder_layer_{_tag}"] = (_ctor, (_shape0, 8, 32), _opset, _arch, _TRANSFORMER[1])
+    MODELS[f"yolo_head_{_tag}"] = (YoloHead, (_shape0, 3, 32, 32), _opset) + _YOLO
 
 
 # ---------------------------------------------------------------- recurrent layers
@@ -458,18 +521,22 @@ def generate(name, out_dir, seed):
     torch.manual_seed(seed)
     model = randomize(ctor(), seed)
     run_shape = tuple(1 if isinstance(d, str) else d for d in shape)
-    dynamic = {"input": {0: "batch"}, "output": {0: "batch"}} if isinstance(shape[0], str) else None
+    with torch.no_grad():
+        n_out = len(model(torch.zeros(run_shape))) if isinstance(model(torch.zeros(run_shape)), tuple) else 1
+    names = ["output"] + [f"output_{i}" for i in range(1, n_out)]
+    dynamic = ({"input": {0: "batch"}} | {n: {0: "batch"} for n in names}) if isinstance(shape[0], str) else None
     buf = io.BytesIO()
     torch.onnx.export(model, (torch.zeros(run_shape),), buf, dynamo=False, opset_version=opset,
                       training=torch.onnx.TrainingMode.PRESERVE, do_constant_folding=True,
-                      input_names=["input"], output_names=["output"], dynamic_axes=dynamic)
+                      input_names=["input"], output_names=names, dynamic_axes=dynamic)
     proto = onnx.load_from_string(buf.getvalue())
     strip_initializer_identities(proto)
     x = np.random.default_rng(seed).standard_normal(run_shape).astype(np.float32)
     with torch.no_grad():  # the export must agree with the module it came from
-        expected = model(torch.from_numpy(x)).numpy()
-    np.testing.assert_allclose(ort_session(proto.SerializeToString()).run(None, {"input": x})[0], expected,
-                               rtol=1e-3, atol=1e-4)
+        expected = model(torch.from_numpy(x))
+    expected = [e.numpy() for e in (expected if isinstance(expected, tuple) else (expected,))]
+    for got, want in zip(ort_session(proto.SerializeToString()).run(None, {"input": x}), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
     if name == "deeplab_aspp":
         make_asymmetric(proto)
     proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)

@@ -97,9 +97,10 @@ def test_onnx_layout_permute_counts(path):
     keep, _ = _permutes(armnn_import.convert(path))
     nhwc, nhwc_edge = _permutes(armnn_import.convert(path, layout="nhwc"))
     io, _ = _permutes(armnn_import.convert(path, layout="nhwc", keep_io_layout=True))
-    if "shufflenet" not in path and "transformer" not in path:
+    if not any(k in path for k in ("shufflenet", "transformer", "torch_encoder", "yolo")):  # these have Transposes
         assert keep == []
-    assert len(nhwc) - len(keep) == len(nhwc_edge) - len([p for p in keep if p in nhwc_edge])
+    # (layers of two conversions compare by name: the model's own Transpose may read an Input)
+    assert len(nhwc) - len(keep) == len(nhwc_edge) - len({p.name for p in keep} & {p.name for p in nhwc_edge})
     assert len(nhwc) - len(keep) <= 2  # one per 4-D input and output
     assert len(io) == len(keep)
 

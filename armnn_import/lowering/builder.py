@@ -93,10 +93,48 @@ class NetBuilder:
                 e.append(stop)
         if all(st == 1 for st in s) and b == [0] * len(shape) and e == list(shape):
             return x
-        if len(shape) > 4:
-            raise Unsupported(f"slicing a {len(shape)}-D tensor (Arm NN StridedSlice takes at most 4-D)")
+        if len(shape) > 4:  # Arm NN's StridedSlice takes at most 4-D: merge the axes it leaves alone
+            return self._slice_merged(x, [slice(begin[a], end[a], stride[a]).indices(d)
+                                          for a, d in enumerate(shape)], name)
         return self.add(LayerType.StridedSlice, name, [x],
                         D.StridedSliceDescriptor(tuple(b), tuple(e), tuple(s), end_mask=end_mask))
+
+    def _slice_merged(self, x: Port, ranges, name: str) -> Port:
+        """A slice of a tensor of more than 4 dimensions, exactly, on a reshaped view of at
+        most 4: an axis that is kept whole merges into the axis before it (when that one has
+        step 1, a range [b, e) of it becomes [b*n, e*n) of the merged axis), size-1 axes vanish.
+        When that still leaves more than 4 axes, one sliced axis at a time (then at most 2-D)."""
+        shape = x.info.shape
+        out = tuple(len(range(*r)) for r in ranges)
+        whole = [r == (0, d, 1) for r, d in zip(ranges, shape)]
+        groups: list[list[int]] = []  # axes, the first of each possibly sliced, the others whole
+        for a, d in enumerate(shape):
+            if d == 1:
+                continue
+            head = groups[-1][0] if groups else None
+            if groups and whole[a] and (ranges[head][2] == 1 or whole[head]):
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+        if len(groups) > 4:
+            y, sliced = x, [a for a in range(len(shape)) if not whole[a]]
+            for i, a in enumerate(sliced):
+                one = [(0, d, 1) for d in y.info.shape]
+                one[a] = ranges[a]
+                y = self._slice_merged(y, one, f"{name}_ax{a}" if i < len(sliced) - 1 else name)
+            return y
+        view, begin, end, stride = [], [], [], []
+        for g in groups:
+            n = math.prod(shape[a] for a in g[1:])
+            start, stop, step = ranges[g[0]]
+            view.append(shape[g[0]] * n)
+            begin.append(start * n)
+            end.append(None if stop < 0 else stop * n)  # (a negative stop runs to index 0 inclusive)
+            stride.append(step)
+        if not view:
+            return self.reshape(x, out, name)
+        y = self.slice(self.reshape(x, view, f"{name}_merged"), begin, end, stride, f"{name}_slice")
+        return self.reshape(y, out, name)
 
     def take(self, x: Port, axis: int, start: int, stop: int, name: str, step: int = 1) -> Port:
         rank = x.info.rank
@@ -117,7 +155,32 @@ class NetBuilder:
         flat = tuple(int(v) for p in pads for v in p)
         if not any(flat):
             return x
+        if x.info.rank > 4:  # Arm NN's Pad takes at most 4-D: merge unpadded axes into the axis before
+            return self._pad_merged(x, [(int(a), int(b)) for a, b in pads], name)
         return self.add(LayerType.Pad, name, [x], D.PadDescriptor(flat))
+
+    def _pad_merged(self, x: Port, pads, name: str) -> Port:
+        """Zero padding of more than 4 dimensions on a view of at most 4: an unpadded axis
+        merges into the axis before it (padding p rows of that axis pads p*n elements of
+        the merged one), size-1 unpadded axes vanish."""
+        shape = x.info.shape
+        out = tuple(d + a + b for d, (a, b) in zip(shape, pads))
+        groups: list[list[int]] = []
+        for a, d in enumerate(shape):
+            if not any(pads[a]) and d == 1:
+                continue
+            if groups and not any(pads[a]):
+                groups[-1].append(a)
+            else:
+                groups.append([a])
+        if len(groups) > 4:
+            raise Unsupported(f"padding {sum(1 for p in pads if any(p))} axes of a {len(shape)}-D tensor "
+                              "(Arm NN's Pad takes at most 4-D, and no merging of axes makes it so)")
+        view = [math.prod(shape[a] for a in g) for g in groups]
+        merged = [(pads[g[0]][0] * (v // shape[g[0]]), pads[g[0]][1] * (v // shape[g[0]]))
+                  for g, v in zip(groups, view)]
+        y = self.pad(self.reshape(x, view, f"{name}_merged"), merged, f"{name}_pad")
+        return self.reshape(y, out, name)
 
     # -- activations and scalar arithmetic ----------------------------------
     def activation(self, x: Port, fn: AF, name: str, a: float = 0.0, b: float = 0.0, quant=None) -> Port:

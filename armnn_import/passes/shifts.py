@@ -37,8 +37,10 @@ def _anchor(graph: Graph) -> Port | None:
     src = next((l for l in graph.input_layers if l.outputs[0].dtype == DataType.Float32), None)
     if src is None:
         return None
-    r = src.outputs[0].rank
-    pick = graph.add(LayerType.StridedSlice, "bias_anchor_pick", [src.out()],
+    r, x = src.outputs[0].rank, src.out()
+    if r > 4:  # Arm NN's StridedSlice takes at most 4-D
+        x, r = graph.add(LayerType.Reshape, "bias_anchor_1d", [x], D.ReshapeDescriptor((x.info.num_elements,))).out(), 1
+    pick = graph.add(LayerType.StridedSlice, "bias_anchor_pick", [x],
                      D.StridedSliceDescriptor(begin=(0,) * r, end=(1,) * r, stride=(1,) * r))
     flat = graph.add(LayerType.Reshape, "bias_anchor_flat", [pick.out()], D.ReshapeDescriptor((1, 1)))
     zero = graph.add(LayerType.Activation, "bias_anchor", [flat.out()],

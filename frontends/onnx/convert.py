@@ -25,7 +25,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from armnn_import.errors import (ArmnnImportError, ConversionError, GraphError, LoadError, Problem,
-                                 UnsupportedModelError)
+                                 UnsupportedModelError, printable)
 from armnn_import.ir.descriptors import ReshapeDescriptor
 from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
@@ -33,6 +33,8 @@ from armnn_import.limits import check_shape
 from armnn_import.lowering import NetBuilder, Unsupported
 
 from .context import MAX_RANK, LoweringContext, check_size
+from .float16 import NOTE as FLOAT16_NOTE
+from .float16 import is_float16_model, to_float32
 from .fold import fold, shape_of
 from .isolate import isolated
 from .loader import load_model
@@ -40,6 +42,7 @@ from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
 from .quant import QuantState
 from .registry import RANDOM_OPS, REFUSED
+from .upgrade import upgrade_if_old
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 PASS_THROUGH = ("Identity", "Dropout")
@@ -53,14 +56,28 @@ def convert(source, options, report) -> Graph:
     try:
         mapped: dict[str, np.ndarray] = {}
         model = load_model(source, mapped)
-        return Converter(model, options, report, mapped).run()
-    except (ArmnnImportError, RecursionError):
+        with report.phase("onnx:upgrade"):
+            model = upgrade_if_old(model, mapped, report)
+        casts: set[str] = set()
+        if is_float16_model(model):
+            casts = to_float32(model, mapped, options.fp16)
+            report.float16_network = True
+            report.warn(FLOAT16_NOTE)
+        conv = Converter(model, options, report, mapped)
+        conv.float32_casts = casts
+        return conv.run()
+    except (ArmnnImportError, RecursionError, LoweringBug):
         raise
     except MemoryError:
         raise ConversionError("model too large: memory ran out while converting it") from None
     except Exception as e:  # noqa: BLE001 - a malformed model must not escape as a traceback
         raise ConversionError(f"the ONNX model cannot be converted (internal error {type(e).__name__}: "
                               f"{str(e)[:300]})") from e
+
+
+class LoweringBug(RuntimeError):
+    """A converter produced something other than what ONNX defines: a bug of ours, never
+    a refusal (it escapes convert(), so the CLI reports an internal error, exit code 4)."""
 
 
 def _missing(node) -> list[str]:
@@ -133,6 +150,7 @@ class Converter(LoweringContext):
         self.anchor: Port | None = None       # a float input, to derive constants from
         self.guessed_dim0: set[str] = set()   # inputs whose symbolic first dimension was set to 1
         self.problems: list[Problem] = []
+        self.float32_casts: set[str] = set()  # Casts to float32 in a float16 model (float16.py)
 
     # -- setup --------------------------------------------------------------
     def _default_opset(self) -> int:
@@ -342,24 +360,26 @@ class Converter(LoweringContext):
             raise UnsupportedModelError(bad)
 
     def _input_shape(self, vi, tt, pinned) -> tuple[int, ...]:
+        # (names are escaped: the hints must stay on one line, whatever the model calls its inputs)
         if pinned is not None:
             try:
                 shape = tuple(int(d) for d in pinned)
             except (TypeError, ValueError):
-                raise ConversionError(f"--input-shape {vi.name}: dimensions must be integers, got {pinned!r}") from None
+                raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be integers, "
+                                      f"got {pinned!r}") from None
             if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
-                raise ConversionError(f"--input-shape {vi.name}: the input has {len(tt.shape.dim)} dimensions, "
-                                      f"{len(shape)} given")
+                raise ConversionError(f"--input-shape {printable(vi.name)}: the input has {len(tt.shape.dim)} "
+                                      f"dimensions, {len(shape)} given")
             if any(d <= 0 for d in shape):
-                raise ConversionError(f"--input-shape {vi.name}: dimensions must be positive, got {shape}")
+                raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be positive, got {shape}")
             for i, d in enumerate(tt.shape.dim if tt.HasField("shape") else []):
                 if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != shape[i]:
-                    raise ConversionError(f"--input-shape {vi.name}: dimension {i} is fixed to {d.dim_value} "
-                                          f"in the model, {shape[i]} given")
+                    raise ConversionError(f"--input-shape {printable(vi.name)}: dimension {i} is fixed to "
+                                          f"{d.dim_value} in the model, {shape[i]} given")
             return shape
         if not tt.HasField("shape"):
             raise ConversionError(f"input {vi.name!r} has no shape in the model; give it with "
-                                  f"--input-shape {vi.name}=d0,d1,...")
+                                  f"--input-shape {printable(vi.name)}=d0,d1,...")
         shape = []
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -367,13 +387,13 @@ class Converter(LoweringContext):
             elif i == 0:
                 what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
                 self.report.warn(f"input {vi.name!r}: the {what} batch dimension is set to 1 "
-                                 f"(use --input-shape {vi.name}=... to choose another)")
+                                 f"(use --input-shape {printable(vi.name)}=... to choose another)")
                 self.guessed_dim0.add(vi.name)
                 shape.append(1)
             else:
                 what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
                 raise ConversionError(f"input {vi.name!r}: dimension {i} is {what}; Arm NN needs static "
-                                      f"shapes, give them with --input-shape {vi.name}=d0,d1,...")
+                                      f"shapes, give them with --input-shape {printable(vi.name)}=d0,d1,...")
         return tuple(shape)
 
     def _infer_shapes(self) -> None:
@@ -466,7 +486,7 @@ class Converter(LoweringContext):
             self.problems.append(Problem(node.op, node.name, e.reason, e.hint))
         except GraphError as e:
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered: {e}"))
-        except (ArmnnImportError, MemoryError):  # MemoryError: never a refusal, convert() reports it
+        except (ArmnnImportError, MemoryError, LoweringBug):  # MemoryError: never a refusal, convert() reports it
             raise
         except Exception as e:  # noqa: BLE001 - malformed attributes and the like: report, never crash
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered (internal error "
@@ -560,18 +580,34 @@ class Converter(LoweringContext):
     def _pass_through(self, node) -> None:
         src = node.inputs[0] if node.inputs else ""
         if node.op == "Dropout":
-            training = self.values.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
-            if isinstance(training, Port):
-                raise Unsupported("training_mode computed at run time")
-            ratio = self.values.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else 0.5
-            if training is not None and bool(np.asarray(training)) and float(np.asarray(ratio)) != 0.0:
-                raise Unsupported("Dropout in training mode is random")
+            self._dropout_check(node)
             if len(node.outputs) > 1 and node.outputs[1]:
                 v = self.values[src]
                 shape = self.lshape(v) if isinstance(v, Port) else np.shape(v)
                 self.values[node.outputs[1]] = np.ones(shape, np.bool_)
         self.values[node.outputs[0]] = self.values[src]
         self.report.folded.append(node.name)
+
+    def _dropout_check(self, node) -> None:
+        """Dropout is the identity unless training_mode is true and the ratio is not 0
+        (then it is random). Both inputs must be known here; each is a scalar."""
+        def scalar(i, default, what):
+            v = self.values.get(node.inputs[i]) if len(node.inputs) > i and node.inputs[i] else default
+            if isinstance(v, Port):
+                return v
+            a = np.asarray(v).reshape(-1)
+            if a.size != 1:
+                raise Unsupported(f"{what} has {a.size} elements; it must be a scalar (the model is invalid)")
+            return a[0]
+        training = scalar(2, False, "training_mode")
+        ratio = scalar(1, 0.5, "ratio")
+        if not isinstance(ratio, Port) and float(ratio) == 0.0:
+            return  # no element is dropped, whatever the mode
+        if isinstance(training, Port):
+            raise Unsupported("training_mode is computed at run time; it must be a constant",
+                              "make training_mode an initializer (false at inference)")
+        if bool(training):
+            raise Unsupported("Dropout in training mode is random")
 
     def _check_port(self, node, name, p: Port) -> None:
         shape = p.info.shape
@@ -582,8 +618,20 @@ class Converter(LoweringContext):
         want = self.inferred.get(name)
         have = self.lshape(p)
         if want is not None and None not in want and tuple(want) != tuple(have):
-            raise RuntimeError(f"the lowering gives {name!r} the shape {have}, "
-                               f"ONNX shape inference says {want}")  # a bug: reported as internal
+            if min(want, default=0) < 0:
+                raise Unsupported(f"ONNX shape inference gives {name!r} the shape {tuple(want)} (the model is invalid)")
+            if name in self._declared():  # the model's own claim about the tensor is wrong
+                raise Unsupported(f"the model declares {name!r} of shape {tuple(want)}, but {node.op} computes "
+                                  f"{tuple(have)} (the model is invalid)")
+            raise LoweringBug(f"the lowering gives {name!r} the shape {have}, ONNX shape inference says {want}")
+
+    def _declared(self) -> set[str]:
+        """Names whose shape the model states (value_info and graph outputs with a shape)."""
+        if not hasattr(self, "_declared_names"):
+            g = self.model.graph
+            self._declared_names = {vi.name for vi in list(g.value_info) + list(g.output)
+                                    if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+        return self._declared_names
 
     def _outputs(self) -> None:
         for vi in self.model.graph.output:

@@ -14,6 +14,7 @@ from armnn_import.ir.types import OutputShapeRounding, PoolingAlgorithm
 from armnn_import.lowering import Unsupported
 
 from ..registry import all_checks, needs_const, register
+from . import conv3d
 from .common import mean, power
 
 
@@ -22,9 +23,18 @@ MAX_INT = (1 << 31) - 1  # kernel sizes, strides, dilations and pads: int32/uint
 
 def _spatial_rank_check(node, ctx):
     s = ctx.shape(node, 0)
+    if s is not None and len(s) == 5 and node.op in THREE_D:
+        return conv3d.check(node, ctx, is_conv=node.op == "Conv")
     if s is not None and len(s) not in (3, 4):
         return (f"{len(s) - 2}-D {node.op} (only 1-D and 2-D are supported: Arm NN has 2-D layers only)", "")
     return None
+
+
+THREE_D = ("Conv", "MaxPool", "AveragePool", "LpPool")  # those with an exact 2-D form in some cases (conv3d.py)
+
+
+def _is_3d(ctx, node) -> bool:
+    return node.op in THREE_D and len(ctx.lshape(ctx.val(node, 0))) == 5
 
 
 def _to_4d(ctx, x, node):
@@ -86,6 +96,8 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     kind = "transposed convolution" if transposed else "convolution"
     if w.ndim != nd + 2:
         raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D {kind}")
+    if 0 in w.shape:  # the kernel size comes from the weights: an empty one is no convolution
+        raise Unsupported(f"empty weights {tuple(w.shape)} (the model is invalid)")
     if nd == 1:
         w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     cin = x.info.shape[1]
@@ -100,6 +112,8 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
 @register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
+    if _is_3d(ctx, node):
+        return conv3d.lower(ctx, node, conv, is_conv=True)
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)
     w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
     bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
@@ -185,6 +199,8 @@ def _pool(algo):
     def convert(ctx, node):
         if len(node.outputs) > 1 and node.outputs[1]:
             raise Unsupported("the Indices output of MaxPool has no Arm NN equivalent")
+        if _is_3d(ctx, node):
+            return conv3d.lower(ctx, node, convert, is_conv=False)
         x, nd = _to_4d(ctx, ctx.port(node, 0), node)
         kernel = _kernel(ctx, node, nd)
         strides, pads, ceil = _pool_geometry(ctx, node, x, nd, kernel)
@@ -208,6 +224,8 @@ def lp_pool(ctx, node):
     p = float(ctx.attr(node, "p", 2))
     if p <= 0:
         raise Unsupported(f"p={p}")
+    if _is_3d(ctx, node):
+        return conv3d.lower(ctx, node, lp_pool, is_conv=False)
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)
     kernel = _kernel(ctx, node, nd)
     strides, pads, ceil = _pool_geometry(ctx, node, x, nd, kernel)

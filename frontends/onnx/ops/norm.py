@@ -35,8 +35,16 @@ def batch_norm(ctx, node):
         raise Unsupported(f"scale/bias/mean/var have {[v.size for v in (scale, bias, mean, var)]} values "
                           f"for {c} channels (the model is invalid)")
     eps = float(ctx.attr(node, "epsilon", 1e-5))
-    mul = scale / np.sqrt(var + np.float64(np.float32(eps)))
-    return ctx.b.batchnorm(x, mul, bias - mean * mul, 1, ctx.name(node))
+    denom = var + np.float64(np.float32(eps))
+    bad = int(np.count_nonzero(~(denom > 0)))
+    if bad:  # ONNX's results are NaN or infinite there too: keep them, but say so (no numpy warning)
+        ctx.report.warn(f"BatchNormalization {node.name!r}: variance + epsilon is zero, negative or NaN in "
+                        f"{bad} of {c} channels; their outputs are NaN or infinite (the model's statistics "
+                        "are invalid)")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mul = scale / np.sqrt(denom)
+        shift = bias - mean * mul
+    return ctx.b.batchnorm(x, mul, shift, 1, ctx.name(node))
 
 
 def normalize(ctx, x: Port, axes, eps: float, name: str, stats=False):

@@ -204,14 +204,16 @@ def pad(ctx, node):
     for i, a in enumerate(axes):
         before[a], after[a] = int(pads[i]), int(pads[i + len(axes)])
     # negative pads crop
+    for a, (d, lo, hi) in enumerate(zip(shape, before, after)):
+        if d + lo + hi < 0:
+            raise Unsupported(f"pads {lo} and {hi} on axis {a} of size {d} leave {d + lo + hi} elements "
+                              "(the model is invalid)")
     if any(v < 0 for v in before + after):
         x = ctx.b.slice(x, [max(-v, 0) for v in before], [d - max(-v, 0) for d, v in zip(shape, after)],
                         [1] * rank, f"{n}_crop")
         before, after = [max(v, 0) for v in before], [max(v, 0) for v in after]
         shape = x.info.shape
     if mode == "constant":
-        if rank > 4:
-            raise Unsupported(f"constant padding of a {rank}-D tensor (Arm NN Pad takes at most 4-D)")
         y = ctx.b.pad(x, list(zip(before, after)), n if value == 0 else f"{n}_zero")
         if value != 0 and y is not x:
             ctx.report.decomposition("Pad", "non-zero constant: zero Pad, plus a constant that is the "
