@@ -82,13 +82,16 @@ def _pick_frontend(model):
 
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
-            conv_bias: str = "add", report: Report | None = None) -> ConversionResult:
+            conv_bias: str = "add", report: Report | None = None,
+            check_passes: bool | None = None) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
     conv_bias: how a float convolution's bias is written, since this format's convolution
     carries none: "add" (an Addition, fastest on Arm NN 20.08) or "batchnorm" (a
-    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution)."""
+    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution).
+    check_passes: verify the graph after every pass (--debug; default: the
+    ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
     if layout not in LAYOUTS:
         raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
     if conv_bias not in CONV_BIAS:
@@ -111,7 +114,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             target = _io_layout(fe, options)
             if target is not None and target != _FORMAT_LAYOUT.get(fe.name):
                 set_io_layout(graph, TO_NHWC if target == "NHWC" else TO_NCHW, report)
-            run_pipeline(graph, report, passes=pipeline(conv_bias))
+            run_pipeline(graph, report, passes=pipeline(conv_bias), check_each=check_passes)
             if options.fp16:
                 to_float16(graph, report)
         from .ir.compat import runtime_problems

@@ -60,8 +60,8 @@ except subprocess.TimeoutExpired as e:
     rc, err = "timeout", e.stderr or b""
 wall = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"rc": rc, "wall_s": wall, "peak_rss_mb": ru.ru_maxrss * 1024 / 1e6,
-                  "stderr": err.decode(errors="replace")[-2000:]}))
+print(json.dumps({"rc": rc, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
+                  "peak_rss_mb": ru.ru_maxrss * 1024 / 1e6, "stderr": err.decode(errors="replace")[-2000:]}))
 """
 
 
@@ -332,10 +332,10 @@ def run(args) -> dict:
         r = measure(path, args.code, args.timeout, extra)
         ok = r["rc"] == 0
         row = {"model": model, "fmt": fmt, "blocks": blocks, "nodes": nodes, "rc": r["rc"],
-               "time_s": r["wall_s"] if ok else None, "wall_s": r.get("wall_s"),
+               "time_s": r[args.clock] if ok else None, "wall_s": r.get("wall_s"), "cpu_s": r.get("cpu_s"),
                "peak_rss_mb": r.get("peak_rss_mb") if ok else None,
                "error": "" if ok else (r.get("stderr") or "").strip().splitlines()[-1:]}
-        print(f" {r.get('wall_s', 0):.2f} s rc={r['rc']}", file=sys.stderr)
+        print(f" {r.get('wall_s', 0):.2f} s wall, {r.get('cpu_s') or 0:.2f} s cpu, rc={r['rc']}", file=sys.stderr)
         rows.append(row)
         return row
 
@@ -394,17 +394,22 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="chain,encoder,resnet")
     ap.add_argument("--timeout", type=float, default=120.0, help="stop a conversion after this many seconds")
     ap.add_argument("--code", default=REPO, help="the checkout to convert with (first on PYTHONPATH)")
+    ap.add_argument("--clock", choices=("wall_s", "cpu_s"), default="wall_s",
+                    help="the time the targets and the fit use: wall (default) or CPU (user + system) "
+                         "time, steadier on a loaded machine")
     ap.add_argument("--json", help="write every number here")
     args = ap.parse_args(argv)
     args.code = os.path.abspath(args.code)
     res = run(args)
-    print(f"code: {args.code}")
-    print(f"{'model':<12} {'fmt':<6} {'blocks':>6} {'nodes':>7} {'time s':>8} {'RSS MB':>7}")
+    print(f"code: {args.code}; targets on {'wall' if args.clock == 'wall_s' else 'CPU'} time; "
+          f"load average at the end {os.getloadavg()[0]:.1f}")
+    print(f"{'model':<12} {'fmt':<6} {'blocks':>6} {'nodes':>7} {'wall s':>8} {'cpu s':>8} {'RSS MB':>7}")
     for r in res["rows"]:
-        t = f"{r['time_s']:.2f}" if r["time_s"] is not None else f">{r['wall_s']:.0f}" if r["rc"] == "timeout" \
+        t = f"{r['wall_s']:.2f}" if r["rc"] == 0 else f">{r['wall_s']:.0f}" if r["rc"] == "timeout" \
             else f"rc={r['rc']}"
+        cpu = f"{r['cpu_s']:.2f}" if r.get("cpu_s") is not None else "-"
         rss = f"{r['peak_rss_mb']:.0f}" if r["peak_rss_mb"] else "-"
-        print(f"{r['model']:<12} {r['fmt']:<6} {r['blocks']:>6} {r['nodes']:>7} {t:>8} {rss:>7}"
+        print(f"{r['model']:<12} {r['fmt']:<6} {r['blocks']:>6} {r['nodes']:>7} {t:>8} {cpu:>8} {rss:>7}"
               + (f"  {r['error']}" if r["error"] else ""))
     print()
     for t in res["targets"]:

@@ -30,6 +30,8 @@ def verify(graph) -> None:
         for layer in graph.layers:
             problems += [f"layer {layer.name!r} ({layer.type.name}): {p}" for p in _check_layer(layer)]
         problems += _bindings(graph)
+    if not problems and hasattr(graph, "use_problems"):
+        problems = graph.use_problems()  # last: an input changed by hand shows as what it breaks first
     if problems:
         more = len(problems) - MAX_REPORTED
         lines = problems[:MAX_REPORTED] + ([f"... and {more} more problems"] if more > 0 else [])
