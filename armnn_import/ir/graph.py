@@ -68,6 +68,9 @@ class Graph:
         self._uses: dict[Port, dict[tuple[Layer, int], None]] = {}  # insertion-ordered sets
         self._io: dict[LayerType, dict[Layer, None]] = {LayerType.Input: {}, LayerType.Output: {}}
         self.watch = None  # callable(layer) told of every layer whose connections change (passes.layout)
+        # False while `layers` is known to be in topological order: add() keeps it so
+        # (inputs come first); rewiring or a new order may break it (toposort() checks)
+        self._unsorted = False
 
     @property
     def layers(self) -> list[Layer]:
@@ -82,6 +85,7 @@ class Graph:
         """A new order of the graph's layers (toposort)."""
         self._list = list(layers)
         self._dropped = set()
+        self._unsorted = True
 
     def __contains__(self, layer) -> bool:
         return layer in self._live
@@ -120,6 +124,8 @@ class Graph:
     def attach(self, layer: Layer) -> Layer:
         """Append a built Layer (its inputs already set) to the graph (the reader's way in)."""
         self._names.add(layer.name)
+        if not self._unsorted and any(p.layer not in self._live for p in layer.inputs):
+            self._unsorted = True  # reads a layer that comes later, or none of this graph
         self._list.append(layer)
         self._live.add(layer)
         if layer.type in self._io:
@@ -215,6 +221,7 @@ class Graph:
     def set_inputs(self, layer: Layer, inputs: Sequence[Port]) -> None:
         """Replace all of `layer`'s inputs."""
         live = layer in self._live
+        self._unsorted = True
         if live:
             self._unlink(layer)
         layer.inputs = list(inputs)
@@ -227,6 +234,7 @@ class Graph:
         """Connect input `index` of `layer` to `port`."""
         old = layer.inputs[index]
         layer.inputs[index] = port
+        self._unsorted = True
         if layer not in self._live:
             return
         d = self._uses.get(old)
@@ -248,6 +256,7 @@ class Graph:
         users = self._uses.pop(old, None)
         if not users:
             return
+        self._unsorted = True
         dest = self._uses.setdefault(new, {})
         for (l, i) in users:
             l.inputs[i] = new
@@ -278,13 +287,24 @@ class Graph:
     def use_problems(self) -> list[str]:
         """Differences between the use-lists and the layers' inputs (an input changed
         without the graph's methods); empty when they agree."""
+        uses, n = self._uses, 0
+        for l in self.layers:  # every input listed under its port, and nothing else listed
+            for i, p in enumerate(l.inputs):
+                n += 1
+                d = uses.get(p)
+                if d is None or (l, i) not in d:
+                    break
+            else:
+                continue
+            break
+        else:
+            if n == sum(len(d) for d in uses.values()):
+                return []
         want: dict[Port, set] = {}
         for l in self.layers:
             for i, p in enumerate(l.inputs):
                 want.setdefault(Port(*p), set()).add((l, i))
         have = {p: set(d) for p, d in self._uses.items() if d}
-        if want == have:
-            return []
         problems = []
         for p in sorted(want.keys() | have.keys(), key=lambda p: (p.layer.name, p.slot)):
             for l, i in sorted(want.get(p, set()) ^ have.get(p, set()), key=lambda u: (u[0].name, u[1])):
@@ -297,12 +317,10 @@ class Graph:
         unless an input comes later. Raises GraphError on a cycle."""
         from ..errors import GraphError
 
+        if not self._unsorted:
+            return  # nothing rewired since the last sort: the DFS below would keep the order
         layers = self.layers
         pos = {id(l): i for i, l in enumerate(layers)}
-        if all(pos[id(p.layer)] < i for i, l in enumerate(layers) for p in l.inputs
-               if id(p.layer) in pos):
-            if all(id(p.layer) in pos for l in layers for p in l.inputs):
-                return  # already in order: the DFS below would keep it as it is
         done: set[int] = set()
         order: list[Layer] = []
         visiting: set[int] = set()
@@ -331,6 +349,7 @@ class Graph:
                     done.add(lid)
                     order.append(layer)
         self.layers = order
+        self._unsorted = False
 
     def summary(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -161,21 +161,38 @@ def _check_layer(layer) -> list[str]:
 
 def _never_written(desc) -> list[str]:
     # Fields the writer skips (descriptors.py): a non-default value would be lost.
-    if not dataclasses.is_dataclass(desc):
+    fields = _fields_of(type(desc))[0]
+    if not fields:
         return []
 
     def show(v):
         return v.name if isinstance(v, IntEnum) else repr(v)
     return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is never written (Arm NN 19.02+ "
             f"reads its slot as a dilation) and must keep its default {show(f.default)}"
-            for f in dataclasses.fields(desc)
-            if f.metadata.get("never_written") and getattr(desc, f.name) != f.default]
+            for f in fields if getattr(desc, f.name) != f.default]
 
 
 UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
 # The only signed scalar descriptor fields of the schema (StridedSliceDescriptor);
 # vector fields name their element type in their metadata.
 _SIGNED = {"begin_mask", "end_mask", "shrink_axis_mask", "ellipsis_mask", "new_axis_mask"}
+_FIELDS: dict[type, tuple] = {}
+
+
+def _fields_of(cls) -> tuple:
+    """(never-written fields, [(name, signed range for scalars, int32 elements for tuples)])
+    of a descriptor class, worked out once per class (verify() visits every layer)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        if not dataclasses.is_dataclass(cls):
+            got = ((), ())
+        else:
+            fs = dataclasses.fields(cls)
+            got = (tuple(f for f in fs if f.metadata.get("never_written")),
+                   tuple((f.name, INT32 if f.name in _SIGNED else UINT32,
+                          INT32 if f.metadata.get("elem") == "int32" else UINT32) for f in fs))
+        _FIELDS[cls] = got
+    return got
 
 
 def _out_of_range(layer) -> list[str]:
@@ -184,29 +201,28 @@ def _out_of_range(layer) -> list[str]:
     def bad(values, rng):
         return [v for v in values if not rng[0] <= v <= rng[1]]
     problems = []
-    if dataclasses.is_dataclass(layer.desc):
-        for f in dataclasses.fields(layer.desc):
-            v = getattr(layer.desc, f.name)
-            if isinstance(v, (IntEnum, bool, float)):
-                continue  # enums and booleans are coerced on construction; floats are float32
-            if isinstance(v, int):
-                rng = INT32 if f.name in _SIGNED else UINT32
-                values = [v]
-            elif isinstance(v, tuple):
-                rng = INT32 if f.metadata.get("elem") == "int32" else UINT32
-                values = [x for e in v for x in (e if isinstance(e, tuple) else (e,))]
-            else:
-                continue
-            out = bad(values, rng)
-            if out:
-                problems.append(f"descriptor field '{f.name}' holds {out[0]}, outside the schema's "
-                                f"{'int32' if rng == INT32 else 'uint32'} range")
+    for name, scalar_rng, elem_rng in _fields_of(type(layer.desc))[1]:
+        v = getattr(layer.desc, name)
+        if isinstance(v, (IntEnum, bool, float)):
+            continue  # enums and booleans are coerced on construction; floats are float32
+        if isinstance(v, int):
+            rng = scalar_rng
+            values = [v]
+        elif isinstance(v, tuple):
+            rng = elem_rng
+            values = [x for e in v for x in (e if isinstance(e, tuple) else (e,))]
+        else:
+            continue
+        out = bad(values, rng)
+        if out:
+            problems.append(f"descriptor field '{name}' holds {out[0]}, outside the schema's "
+                            f"{'int32' if rng == INT32 else 'uint32'} range")
     tensors = [(f"output {i}", info) for i, info in enumerate(layer.outputs)]
     tensors += [(f"constant '{k}'", ct.info) for k, ct in layer.tensors.items()]
     for what, info in tensors:
-        if bad(info.shape, UINT32):
+        if info.shape and (min(info.shape) < 0 or max(info.shape) > UINT32[1]):
             problems.append(f"{what} shape {info.shape} has a dimension outside the uint32 range")
-        if bad([info.offset], INT32):
+        if not INT32[0] <= info.offset <= INT32[1]:
             problems.append(f"{what} quantization offset {info.offset} is outside the int32 range")
     return problems
 

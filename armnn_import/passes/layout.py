@@ -127,6 +127,9 @@ def sink_permutes(graph: Graph, report: Report) -> int:
     from .cleanup import _bypass, _is_identity, _merge_one, compose_permutes, remove_dead_layers
 
     graph.toposort()
+    if not any(l.type == LayerType.Permute for l in graph.layers):
+        remove_dead_layers(graph, report)  # what the loop below comes to when nothing can move
+        return 0
     order = _Order(graph.layers)
     scans = [_Scan(order) for _ in range(3)]
     sink, merge, ident = scans
