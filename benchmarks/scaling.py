@@ -302,8 +302,9 @@ def measure(model: str, code: str, timeout: float, extra=()) -> dict:
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = os.path.join(gen_large.CACHE, "pycache")
     cmd = [sys.executable, "-m", "armnn_import", "-q", model, "-o", out, *extra]
+    # cwd = the checkout: `python -m` puts the working directory first on sys.path
     p = subprocess.run([sys.executable, "-c", WRAPPER, str(timeout), *cmd], capture_output=True, text=True,
-                       env=env, cwd=REPO)
+                       env=env, cwd=code)
     if p.returncode != 0:
         return {"rc": "wrapper failed", "stderr": p.stderr[-2000:]}
     return json.loads(p.stdout.strip().splitlines()[-1])
