@@ -167,3 +167,75 @@ def test_stale_use_list_alone_is_reported():
     b.inputs = [a.out()]  # by hand: the graph still lists b under x
     with pytest.raises(GraphError, match=r"layer 'b' input 0 and the graph's use-list of 'x':0 disagree"):
         verify(g)
+
+
+# -- sink_permutes: the worklist version against the rescanning loop it replaced ----------
+
+def _rescanning_sink_permutes(graph, report):
+    """sink_permutes as first written: a full rescan after every change."""
+    from armnn_import.passes.cleanup import merge_permutes, remove_dead_layers, remove_identities
+    from armnn_import.passes.layout import _sink_one
+
+    moved = 0
+    for _ in range(4 * len(graph.layers) + 1):
+        graph.toposort()
+        step = 0
+        for layer in list(graph.layers):
+            if _sink_one(graph, layer):
+                step += 1
+                break
+        if not step:
+            break
+        moved += step
+        merge_permutes(graph, report)
+        remove_identities(graph, report)
+    remove_dead_layers(graph, report)
+    graph.toposort()
+    return moved
+
+
+PERMS = [(0, 2, 3, 1), (0, 3, 1, 2), (0, 1, 2, 3), (0, 2, 1, 3), (3, 2, 1, 0)]
+OPS = st.lists(st.tuples(st.sampled_from(["permute", "permute", "relu", "add", "softmax", "output"]),
+                         st.integers(0, 30), st.integers(0, 30)), min_size=1, max_size=30)
+
+
+def _permute_net(ops):
+    """A graph of Permutes, ReLUs, Additions and Softmaxes on 4-D tensors, built from `ops`."""
+    from armnn_import.ir.descriptors import ActivationDescriptor, PermuteDescriptor
+    from armnn_import.ir.types import ActivationFunction
+    from armnn_import.lowering.builder import inverse_perm
+
+    g = Graph()
+    ports = [g.add_input("x", TensorInfo((1, 2, 3, 4))), g.add_input("y", TensorInfo((1, 4, 2, 3)))]
+    for k, (op, a, b) in enumerate(ops):
+        x = ports[a % len(ports)]
+        if op == "permute":
+            desc = PermuteDescriptor(inverse_perm(PERMS[b % len(PERMS)]))
+            ports.append(g.add(LayerType.Permute, f"p{k}", [x], desc).out())
+        elif op == "relu":
+            ports.append(g.add(LayerType.Activation, f"r{k}", [x], ActivationDescriptor(ActivationFunction.ReLu)).out())
+        elif op == "softmax":
+            ports.append(g.add(LayerType.Softmax, f"s{k}", [x]).out())
+        elif op == "add":
+            same = [p for p in ports if p.info.shape == x.info.shape]
+            ports.append(g.add(LayerType.Addition, f"a{k}", [x, same[b % len(same)]]).out())
+        else:
+            g.add_output(f"o{k}", x)
+    g.add_output("last", ports[-1])
+    return g
+
+
+@settings(max_examples=200, deadline=None)
+@given(OPS)
+def test_worklist_sink_permutes_makes_the_rescanning_loops_graph(ops):
+    from armnn_import.ir.graph import graph_differences
+    from armnn_import.passes.layout import sink_permutes
+    from armnn_import.report import Report
+
+    a, b = _permute_net(ops), _permute_net(ops)
+    assert _rescanning_sink_permutes(a, Report()) == sink_permutes(b, Report())
+    b.toposort()
+    names = lambda g: [l.name for l in g.layers]  # noqa: E731
+    assert names(a) == names(b)
+    assert graph_differences(a, b) == []
+    assert b.use_problems() == []
