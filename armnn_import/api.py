@@ -91,7 +91,8 @@ def _pick_frontend(model):
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
             conv_bias: str = "add", target: str | None = None, report: Report | None = None,
-            fp16_force: bool = False, fp16_inputs=None, fp16_weights: bool = False) -> ConversionResult:
+            fp16_force: bool = False, fp16_inputs=None, fp16_weights: bool = False,
+            check_passes: bool | None = None) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
@@ -107,7 +108,10 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     on `fp16_inputs` (arrays in input order or by name, or paths of .npy files / one .npz;
     None: seeded random) and refuses it when a layer exceeds 32,768 (fp16_range.SAFE_BOUND),
     unless `fp16_force`. fp16_weights: Float16 constants widened to Float32 at run time
-    (refused where the target has no layer to widen them)."""
+    (refused where the target has no layer to widen them).
+
+    check_passes: verify the graph after every pass (--debug; default: the
+    ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
     from .target import get as get_target
     target = get_target(target)
     if layout not in LAYOUTS:
@@ -142,7 +146,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             io_layout = _io_layout(fe, options)
             if io_layout is not None and io_layout != _FORMAT_LAYOUT.get(fe.name):
                 set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
-            run_pipeline(graph, report, passes=pipeline(conv_bias))
+            run_pipeline(graph, report, passes=pipeline(conv_bias), check_each=check_passes)
             if options.fp16:
                 _check_range(graph, report, fe.name, options)
             if options.fp16 or report.float16_network:

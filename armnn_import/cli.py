@@ -319,7 +319,8 @@ def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) 
     try:
         result = convert(model, input_shapes=_parse_shapes(args.input_shape), layout=args.layout,
                          keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
-                         conv_bias=args.conv_bias, target=args.target, report=report, **_fp16_kwargs(args))
+                         conv_bias=args.conv_bias, target=args.target, check_passes=args.debug or None,
+                         report=report, **_fp16_kwargs(args))
         # --verify needs the bytes in memory; otherwise large weights go from the model to the file
         size, data = (len(result.buffer()), [result.buffer()]) if args.verify else result.chunks()
         folder = os.path.dirname(out_path)

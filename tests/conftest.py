@@ -2,6 +2,9 @@ import os
 
 import pytest
 
+# verify() after every IR pass, not only before and after them (armnn_import.passes)
+os.environ.setdefault("ARMNN_IMPORT_CHECK_PASSES", "1")
+
 
 # --- Arm NN 20.08 runtime harness (tests/armnn_runtime/) -----------------------------------
 @pytest.fixture(scope="session")

@@ -44,10 +44,16 @@ def since(thing) -> str:
     raise TypeError(f"no release for {thing!r}")
 
 
+_HINTS: dict[type, list] = {}  # class -> [(field, type)]: get_type_hints is slow, and runs per layer
+
+
 def _canonical(self):
     # Coerce every field to its declared type (enums, float32-rounded floats,
     # tuples of ints), so equal descriptors compare equal after a round trip.
-    for f, tp in typing.get_type_hints(type(self)).items():
+    hints = _HINTS.get(type(self))
+    if hints is None:
+        hints = _HINTS[type(self)] = list(typing.get_type_hints(type(self)).items())
+    for f, tp in hints:
         v = getattr(self, f)
         if isinstance(tp, type) and issubclass(tp, IntEnum):
             v = tp(v)

@@ -51,11 +51,46 @@ class Layer:
 
 
 class Graph:
+    """Layers in emit order plus use-lists: for every output port, the (layer, input
+    index) pairs that read it, kept up to date by the methods that connect layers.
+    So consumers(port), replace_uses and remove cost what they touch, not the graph.
+
+    A layer's `inputs` must be changed only through add, set_input, set_inputs,
+    replace_uses and remove (verify() checks the use-lists against the inputs).
+    `layers` is the emit order; removed layers leave it lazily (one compaction at
+    the next read, however many were removed)."""
+
     def __init__(self, target=None):
         from ..target import get
-        self.layers: list[Layer] = []
-        self._names: set[str] = set()
         self.target = get(target)  # the Arm NN release whose format this network is written in
+        self._list: list[Layer] = []
+        self._live: set[Layer] = set()
+        self._dropped: set[Layer] = set()  # removed, still in _list until the next read
+        self._names: set[str] = set()
+        self._uses: dict[Port, dict[tuple[Layer, int], None]] = {}  # insertion-ordered sets
+        self._io: dict[LayerType, dict[Layer, None]] = {LayerType.Input: {}, LayerType.Output: {}}
+        self.watch = None  # callable(layer) told of every layer whose connections change (passes.layout)
+        # False while `layers` is known to be in topological order: add() keeps it so
+        # (inputs come first); rewiring or a new order may break it (toposort() checks)
+        self._unsorted = False
+
+    @property
+    def layers(self) -> list[Layer]:
+        if self._dropped:
+            dropped = self._dropped
+            self._list = [l for l in self._list if l not in dropped]
+            self._dropped = set()
+        return self._list
+
+    @layers.setter
+    def layers(self, layers) -> None:
+        """A new order of the graph's layers (toposort)."""
+        self._list = list(layers)
+        self._dropped = set()
+        self._unsorted = True
+
+    def __contains__(self, layer) -> bool:
+        return layer in self._live
 
     # -- building -----------------------------------------------------------
     def unique_name(self, name: str) -> str:
@@ -86,18 +121,30 @@ class Graph:
                 outputs = [o if o.dtype != DataType.QuantisedAsymm8 else
                            TensorInfo(o.shape, o.dtype, quant[0], quant[1]) for o in outputs]
         layer.outputs = list(outputs)
+        return self.attach(layer)
+
+    def attach(self, layer: Layer) -> Layer:
+        """Append a built Layer (its inputs already set) to the graph (the reader's way in)."""
         self._names.add(layer.name)
-        self.layers.append(layer)
+        if not self._unsorted and any(p.layer not in self._live for p in layer.inputs):
+            self._unsorted = True  # reads a layer that comes later, or none of this graph
+        self._list.append(layer)
+        self._live.add(layer)
+        if layer.type in self._io:
+            self._io[layer.type][layer] = None
+        self._link(layer)
+        if self.watch is not None:
+            self.watch(layer)
         return layer
 
     def add_input(self, name: str, info: TensorInfo) -> Port:
-        bid = sum(1 for l in self.layers if l.type == LayerType.Input)
+        bid = len(self._io[LayerType.Input])
         layer = self.add(LayerType.Input, name, outputs=[info])
         layer.binding_id = bid
         return layer.out()
 
     def add_output(self, name: str, port: Port) -> Layer:
-        bid = sum(1 for l in self.layers if l.type == LayerType.Output)
+        bid = len(self._io[LayerType.Output])
         layer = self.add(LayerType.Output, name, [port], outputs=[])
         layer.binding_id = bid
         return layer
@@ -105,19 +152,37 @@ class Graph:
     # -- queries ------------------------------------------------------------
     @property
     def input_layers(self) -> list[Layer]:
-        return sorted((l for l in self.layers if l.type == LayerType.Input), key=lambda l: l.binding_id)
+        return sorted(self._ordered(self._io[LayerType.Input]), key=lambda l: l.binding_id)
 
     @property
     def output_layers(self) -> list[Layer]:
-        return sorted((l for l in self.layers if l.type == LayerType.Output), key=lambda l: l.binding_id)
+        return sorted(self._ordered(self._io[LayerType.Output]), key=lambda l: l.binding_id)
 
-    def consumers(self) -> dict[int, list[tuple[Layer, int]]]:
-        """id(layer) -> [(consumer, input index)] over all of the layer's outputs."""
+    def _ordered(self, layers) -> list[Layer]:
+        # Distinct binding ids (any valid graph) sort the same from any order; equal ones
+        # (a broken graph, which verify() reports) keep their emit order, as a scan gives.
+        ids = [l.binding_id for l in layers]
+        if len(set(ids)) == len(ids):
+            return list(layers)
+        return [l for l in self.layers if l in layers]
+
+    def consumers(self, of: "Port | Layer | None" = None):
+        """consumers(port): [(layer, input index)] reading that output, in the order they
+        were connected. consumers(layer): the same over all of the layer's outputs.
+        consumers(): {id(layer): [(consumer, input index)]} for every layer, in emit
+        order (a whole-graph scan, as before the use-lists)."""
+        if isinstance(of, Port):
+            return list(self._uses.get(of, ()))
+        if isinstance(of, Layer):
+            return [u for slot in range(len(of.outputs)) for u in self._uses.get(Port(of, slot), ())]
         users: dict[int, list[tuple[Layer, int]]] = {id(l): [] for l in self.layers}
         for l in self.layers:
             for i, p in enumerate(l.inputs):
                 users.setdefault(id(p.layer), []).append((l, i))
         return users
+
+    def num_consumers(self, layer: Layer) -> int:
+        return sum(len(self._uses.get(Port(layer, s), ())) for s in range(len(layer.outputs)))
 
     def layer_by_name(self, name: str) -> Layer:
         for l in self.layers:
@@ -126,25 +191,142 @@ class Graph:
         raise KeyError(name)
 
     # -- editing (for passes) -----------------------------------------------
+    def _link(self, layer: Layer) -> None:
+        uses = self._uses
+        for i, p in enumerate(layer.inputs):
+            d = uses.get(p)
+            if d is None:
+                uses[p] = {(layer, i): None}
+            else:
+                d[(layer, i)] = None
+            if self.watch is not None:
+                self._notify(p.layer)
+
+    def _unlink(self, layer: Layer) -> None:
+        uses = self._uses
+        for i, p in enumerate(layer.inputs):
+            d = uses.get(p)
+            if d is not None:
+                d.pop((layer, i), None)
+                if not d:
+                    del uses[p]
+            if self.watch is not None:
+                self._notify(p.layer)
+
+    def _notify(self, producer: Layer) -> None:
+        """Tell the watcher of a producer whose consumers changed: the producer and
+        every layer that reads it (their source's consumer count changed)."""
+        self.watch(producer)
+        for u, _ in self.consumers(producer):
+            self.watch(u)
+
+    def set_inputs(self, layer: Layer, inputs: Sequence[Port]) -> None:
+        """Replace all of `layer`'s inputs."""
+        live = layer in self._live
+        self._unsorted = True
+        if live:
+            self._unlink(layer)
+        layer.inputs = list(inputs)
+        if live:
+            self._link(layer)
+            if self.watch is not None:
+                self.watch(layer)
+
+    def set_input(self, layer: Layer, index: int, port: Port) -> None:
+        """Connect input `index` of `layer` to `port`."""
+        old = layer.inputs[index]
+        layer.inputs[index] = port
+        self._unsorted = True
+        if layer not in self._live:
+            return
+        d = self._uses.get(old)
+        if d is not None:
+            d.pop((layer, index), None)
+            if not d:
+                del self._uses[old]
+        self._uses.setdefault(port, {})[(layer, index)] = None
+        if self.watch is not None:
+            self._notify(old.layer)
+            self._notify(port.layer)
+            self.watch(layer)
+
     def replace_uses(self, old: Port, new: Port) -> None:
-        for l in self.layers:
-            l.inputs = [new if (p.layer is old.layer and p.slot == old.slot) else p for p in l.inputs]
+        """Every input reading `old` reads `new` instead."""
+        old, new = Port(*old), Port(*new)
+        if old == new:
+            return
+        users = self._uses.pop(old, None)
+        if not users:
+            return
+        self._unsorted = True
+        dest = self._uses.setdefault(new, {})
+        for (l, i) in users:
+            l.inputs[i] = new
+            dest[(l, i)] = None
+        if self.watch is not None:
+            self._notify(old.layer)
+            self._notify(new.layer)
 
     def remove(self, layers: Iterable[Layer]) -> None:
-        dead = {id(l) for l in layers}
-        self.layers = [l for l in self.layers if id(l) not in dead]
-        self._names = {l.name for l in self.layers}
+        """Drop layers from the graph. Their own inputs are disconnected; layers that
+        still read them keep those inputs (verify() reports them) until rewired."""
+        for l in layers:
+            if l not in self._live:
+                continue
+            self._live.discard(l)
+            self._dropped.add(l)
+            self._names.discard(l.name)
+            if l.type in self._io:
+                self._io[l.type].pop(l, None)
+            self._unlink(l)
+
+    def rename(self, layer: Layer, name: str) -> None:
+        """Give `layer` a new name (which must be free: see unique_name)."""
+        self._names.discard(layer.name)
+        self._names.add(name)
+        layer.name = name
+
+    def use_problems(self) -> list[str]:
+        """Differences between the use-lists and the layers' inputs (an input changed
+        without the graph's methods); empty when they agree."""
+        uses, n = self._uses, 0
+        for l in self.layers:  # every input listed under its port, and nothing else listed
+            for i, p in enumerate(l.inputs):
+                n += 1
+                d = uses.get(p)
+                if d is None or (l, i) not in d:
+                    break
+            else:
+                continue
+            break
+        else:
+            if n == sum(len(d) for d in uses.values()):
+                return []
+        want: dict[Port, set] = {}
+        for l in self.layers:
+            for i, p in enumerate(l.inputs):
+                want.setdefault(Port(*p), set()).add((l, i))
+        have = {p: set(d) for p, d in self._uses.items() if d}
+        problems = []
+        for p in sorted(want.keys() | have.keys(), key=lambda p: (p.layer.name, p.slot)):
+            for l, i in sorted(want.get(p, set()) ^ have.get(p, set()), key=lambda u: (u[0].name, u[1])):
+                problems.append(f"layer {l.name!r} input {i} and the graph's use-list of {p.layer.name!r}:"
+                                f"{p.slot} disagree (an input changed without Graph.set_input)")
+        return problems
 
     def toposort(self) -> None:
         """Stable topological order: a layer keeps its relative position
         unless an input comes later. Raises GraphError on a cycle."""
         from ..errors import GraphError
 
-        pos = {id(l): i for i, l in enumerate(self.layers)}
+        if not self._unsorted:
+            return  # nothing rewired since the last sort: the DFS below would keep the order
+        layers = self.layers
+        pos = {id(l): i for i, l in enumerate(layers)}
         done: set[int] = set()
         order: list[Layer] = []
         visiting: set[int] = set()
-        for root in self.layers:
+        for root in layers:
             stack = [(root, 0)]
             while stack:
                 layer, i = stack.pop()
@@ -169,6 +351,7 @@ class Graph:
                     done.add(lid)
                     order.append(layer)
         self.layers = order
+        self._unsorted = False
 
     def summary(self) -> dict[str, int]:
         counts: dict[str, int] = {}

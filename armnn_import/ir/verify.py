@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 from collections import Counter
 from enum import IntEnum
 
@@ -31,6 +32,8 @@ def verify(graph) -> None:
             problems += [f"layer {layer.name!r} ({layer.type.name}): {p}"
                          for p in _beyond_target(layer, graph.target) or _check_layer(layer)]
         problems += _bindings(graph)
+    if not problems and hasattr(graph, "use_problems"):
+        problems = graph.use_problems()  # last: an input changed by hand shows as what it breaks first
     if problems:
         more = len(problems) - MAX_REPORTED
         lines = problems[:MAX_REPORTED] + ([f"... and {more} more problems"] if more > 0 else [])
@@ -162,15 +165,17 @@ def _beyond_target(layer, target) -> list[str]:
     """What the target release's format cannot hold: the layer type itself, or a descriptor
     field set away from its default that the format does not have (the writer skips such a
     field, so its value would be lost; in 19.02 convolutions, a runtime would read it as a
-    dilation)."""
+    dilation), or an enum value the format lacks."""
     if not target.has(layer.type):
         return [f"is not in the Arm NN {target} format (it needs --target {since(layer.type)} or later)"]
     desc = layer.desc
-    if not dataclasses.is_dataclass(desc):
+    later, enums = _fields_of(type(desc))[0]
+    if not later and not enums:
         return []
 
     def show(v):
         return v.name if isinstance(v, IntEnum) else repr(v)
+
     def why(f):
         if layer.type in _CONV and f.name in ("bias_enabled", "data_layout"):
             return "its 19.02 slot is read as a dilation by Arm NN 19.05 and later"
@@ -178,12 +183,10 @@ def _beyond_target(layer, target) -> list[str]:
     return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is not written in the Arm NN "
             f"{target} format ({why(f)}; --target {since(f)} writes it), so it must keep its default "
             f"{show(f.default)}"
-            for f in dataclasses.fields(desc)
-            if not target.at_least(since(f)) and getattr(desc, f.name) != f.default] + \
+            for f in later if not target.at_least(since(f)) and getattr(desc, f.name) != f.default] + \
         [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}, which the Arm NN {target} format "
          f"lacks (--target {since(getattr(desc, f.name))} has it)"
-         for f in dataclasses.fields(desc)
-         if isinstance(getattr(desc, f.name), IntEnum) and not target.has(getattr(desc, f.name))]
+         for f in enums if not target.has(getattr(desc, f.name))]
 
 
 UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
@@ -191,6 +194,27 @@ UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
 # vector fields name their element type in their metadata.
 _SIGNED = {"begin_mask", "end_mask", "shrink_axis_mask", "ellipsis_mask", "new_axis_mask",
            "axis"}  # (ArgMinMaxDescriptor, LogSoftmaxDescriptor: int)
+_FIELDS: dict[type, tuple] = {}
+
+
+def _fields_of(cls) -> tuple:
+    """((fields a later format added, enum-valued fields), [(name, signed range for scalars,
+    int32 elements for tuples)]) of a descriptor class, worked out once per class (verify()
+    visits every layer)."""
+    got = _FIELDS.get(cls)
+    if got is None:
+        if not dataclasses.is_dataclass(cls):
+            got = (((), ()), ())
+        else:
+            fs = dataclasses.fields(cls)
+            hints = typing.get_type_hints(cls)
+            later = tuple(f for f in fs if since(f) != "19.02")
+            enums = tuple(f for f in fs if isinstance(hints[f.name], type) and issubclass(hints[f.name], IntEnum))
+            got = ((later, enums),
+                   tuple((f.name, INT32 if f.name in _SIGNED else UINT32,
+                          INT32 if f.metadata.get("elem") == "int32" else UINT32) for f in fs))
+        _FIELDS[cls] = got
+    return got
 
 
 def _out_of_range(layer) -> list[str]:
@@ -199,29 +223,28 @@ def _out_of_range(layer) -> list[str]:
     def bad(values, rng):
         return [v for v in values if not rng[0] <= v <= rng[1]]
     problems = []
-    if dataclasses.is_dataclass(layer.desc):
-        for f in dataclasses.fields(layer.desc):
-            v = getattr(layer.desc, f.name)
-            if isinstance(v, (IntEnum, bool, float)):
-                continue  # enums and booleans are coerced on construction; floats are float32
-            if isinstance(v, int):
-                rng = INT32 if f.name in _SIGNED else UINT32
-                values = [v]
-            elif isinstance(v, tuple):
-                rng = INT32 if f.metadata.get("elem") == "int32" else UINT32
-                values = [x for e in v for x in (e if isinstance(e, tuple) else (e,))]
-            else:
-                continue
-            out = bad(values, rng)
-            if out:
-                problems.append(f"descriptor field '{f.name}' holds {out[0]}, outside the schema's "
-                                f"{'int32' if rng == INT32 else 'uint32'} range")
+    for name, scalar_rng, elem_rng in _fields_of(type(layer.desc))[1]:
+        v = getattr(layer.desc, name)
+        if isinstance(v, (IntEnum, bool, float)):
+            continue  # enums and booleans are coerced on construction; floats are float32
+        if isinstance(v, int):
+            rng = scalar_rng
+            values = [v]
+        elif isinstance(v, tuple):
+            rng = elem_rng
+            values = [x for e in v for x in (e if isinstance(e, tuple) else (e,))]
+        else:
+            continue
+        out = bad(values, rng)
+        if out:
+            problems.append(f"descriptor field '{name}' holds {out[0]}, outside the schema's "
+                            f"{'int32' if rng == INT32 else 'uint32'} range")
     tensors = [(f"output {i}", info) for i, info in enumerate(layer.outputs)]
     tensors += [(f"constant '{k}'", ct.info) for k, ct in layer.tensors.items()]
     for what, info in tensors:
-        if bad(info.shape, UINT32):
+        if info.shape and (min(info.shape) < 0 or max(info.shape) > UINT32[1]):
             problems.append(f"{what} shape {info.shape} has a dimension outside the uint32 range")
-        if bad([info.offset], INT32):
+        if not INT32[0] <= info.offset <= INT32[1]:
             problems.append(f"{what} quantization offset {info.offset} is outside the int32 range")
     return problems
 

@@ -11,14 +11,14 @@ from ..report import Report
 
 
 def _single_consumer(graph: Graph, layer: Layer) -> bool:
-    return len(graph.consumers()[id(layer)]) == 1
+    return graph.num_consumers(layer) == 1
 
 
 def _bypass(graph: Graph, layer: Layer) -> bool:
     """Route `layer`'s consumers to its input; False where that would wire an
     Input layer straight to an Output layer (kept: Arm NN wants a layer between)."""
     src = layer.inputs[0]
-    users = graph.consumers()[id(layer)]
+    users = graph.consumers(layer)
     if src.layer.type == LayerType.Input and any(u.type == LayerType.Output for u, _ in users):
         return False
     graph.replace_uses(layer.out(), src)
@@ -153,24 +153,34 @@ def fold_constants(graph: Graph, report: Report) -> int:
 def _merge_chains(graph: Graph, ltype: LayerType, combine) -> int:
     """X(a) -> X(b) becomes one X whose descriptor is combine(a, b) (dropped
     if it is an identity), when the first X feeds nothing else."""
-    n = 0
-    for layer in list(graph.layers):
-        src = layer.inputs[0].layer if layer.inputs else None
-        if layer.type != ltype or src is None or src.type != ltype or not _single_consumer(graph, src):
-            continue
-        layer.desc = combine(src.desc, layer.desc)
-        layer.inputs = [src.inputs[0]]
-        graph.remove([src])
-        n += 1
-        if _is_identity(layer):
-            _bypass(graph, layer)
-    return n
+    return sum(_merge_one(graph, layer, ltype, combine) for layer in list(graph.layers))
+
+
+def _merge_one(graph: Graph, layer: Layer, ltype: LayerType, combine) -> bool:
+    """One step of _merge_chains at `layer` (also the worklist step of sink_permutes)."""
+    src = layer.inputs[0].layer if layer.inputs else None
+    if layer.type != ltype or src is None or src.type != ltype or not _single_consumer(graph, src):
+        return False
+    layer.desc = combine(src.desc, layer.desc)
+    if graph.watch is not None:
+        graph.watch(layer)  # its consumers see a new descriptor
+        for u, _ in graph.consumers(layer):
+            graph.watch(u)
+    graph.set_inputs(layer, [src.inputs[0]])
+    graph.remove([src])
+    if _is_identity(layer):
+        _bypass(graph, layer)
+    return True
+
+
+def compose_permutes(a: PermuteDescriptor, b: PermuteDescriptor) -> PermuteDescriptor:
+    """The one Permute doing Permute(a) then Permute(b)."""
+    return PermuteDescriptor(tuple(b.dim_mappings[a.dim_mappings[i]] for i in range(len(a.dim_mappings))))
 
 
 def merge_permutes(graph: Graph, report: Report) -> int:
     """Permute(a) -> Permute(b) becomes one Permute (or nothing, if they cancel)."""
-    return _merge_chains(graph, LayerType.Permute, lambda a, b: PermuteDescriptor(
-        tuple(b.dim_mappings[a.dim_mappings[i]] for i in range(len(a.dim_mappings)))))
+    return _merge_chains(graph, LayerType.Permute, compose_permutes)
 
 
 def merge_reshapes(graph: Graph, report: Report) -> int:
@@ -207,7 +217,7 @@ def merge_batchnorms(graph: Graph, report: Report) -> int:
         a1, b1 = _affine(src)
         a2, b2 = _affine(bn)
         _set_affine(bn, a1 * a2, b1 * a2 + b2)
-        bn.inputs = [src.inputs[0]]
+        graph.set_inputs(bn, [src.inputs[0]])
         graph.remove([src])
         n += 1
     return n

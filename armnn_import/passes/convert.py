@@ -71,19 +71,19 @@ def set_io_layout(graph: Graph, perm_in, report: Report) -> int:
         info = inp.outputs[0]
         if info.rank != 4:
             continue
-        users = [(l, i) for l in graph.layers for i, p in enumerate(l.inputs) if p.layer is inp]
+        users = graph.consumers(inp.out())
         inp.outputs = [info.with_shape([info.shape[a] for a in perm_in])]
         restore = graph.add(LayerType.Permute, f"{inp.name}_layout", [inp.out()],
                             PermuteDescriptor(inverse_perm(back)))
         for l, i in users:
-            l.inputs[i] = restore.out()
+            graph.set_input(l, i, restore.out())
         n += 1
     for out in graph.output_layers:
         src = out.inputs[0]
         if src.info.rank != 4:
             continue
         p = graph.add(LayerType.Permute, f"{out.name}_layout", [src], PermuteDescriptor(inverse_perm(perm_out)))
-        out.inputs = [p.out()]
+        graph.set_inputs(out, [p.out()])
         n += 1
     graph.toposort()
     return n

@@ -12,6 +12,7 @@ Each rule says how L changes; a layer type with no rule stops the Permute.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 
 from ..ir.descriptors import BINARY_LAYERS, PermuteDescriptor
 from ..ir.graph import Graph, Layer, Port
@@ -75,6 +76,14 @@ def _rewrite(layer: Layer, perm) -> object | bool:
     return None
 
 
+def _touch(graph: Graph, layer: Layer) -> None:
+    """Tell the pass's watcher that `layer`'s descriptor or outputs changed (it and its readers)."""
+    if graph.watch is not None:
+        graph.watch(layer)
+        for u, _ in graph.consumers(layer):
+            graph.watch(u)
+
+
 def _sink_one(graph: Graph, layer: Layer) -> bool:
     """Move the Permutes feeding `layer` below it, if all its inputs allow."""
     if not layer.inputs or layer.type == LayerType.Output or len(layer.outputs) != 1:
@@ -93,34 +102,225 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
         new_desc, out_perm = new_desc
     # a Permute with other users stays for them (dead-layer removal drops it otherwise)
     old = layer.outputs[0]
-    layer.inputs = [s.inputs[0] for s in sources]
+    graph.set_inputs(layer, [s.inputs[0] for s in sources])
     if new_desc is not True:
         layer.desc = new_desc
     if out_perm is None:
+        _touch(graph, layer)
         return True
     layer.outputs = [old.with_shape([old.shape[perm.index(i)] for i in range(len(perm))])]
     after = graph.add(LayerType.Permute, f"{layer.name}_permute", [layer.out()],
                       PermuteDescriptor(sources[0].desc.dim_mappings))
     graph.replace_uses(layer.out(), after.out())
-    after.inputs = [layer.out()]
+    graph.set_inputs(after, [layer.out()])
+    _touch(graph, layer)
     return True
 
 
 def sink_permutes(graph: Graph, report: Report) -> int:
-    from .cleanup import merge_permutes, remove_dead_layers, remove_identities
+    """Sink Permutes until none moves. The rule, as first written: repeat {put the
+    graph in topological order; sink at the first layer (in that order) where a
+    Permute can pass; one merge_permutes and one remove_identities pass over the
+    whole graph}. Here each of those scans visits only the layers that may match
+    (a worklist per scan, ordered by position; see _Scan), with the same result:
+    the same rewrites in the same order, so the same layers, names and order."""
+    from .cleanup import _bypass, _is_identity, _merge_one, compose_permutes, remove_dead_layers
 
-    moved = 0
-    for _ in range(4 * len(graph.layers) + 1):
-        graph.toposort()
-        step = 0
-        for layer in list(graph.layers):
-            if _sink_one(graph, layer):
-                step += 1
-                break  # the graph changed: start over in topological order
-        if not step:
-            break
-        moved += step
-        merge_permutes(graph, report)
-        remove_identities(graph, report)
+    graph.toposort()
+    if not any(l.type == LayerType.Permute for l in graph.layers):
+        remove_dead_layers(graph, report)  # what the loop below comes to when nothing can move
+        return 0
+    order = _Order(graph.layers)
+    scans = [_Scan(order) for _ in range(3)]
+    sink, merge, ident = scans
+    for layer in graph.layers:
+        for q in scans:
+            q.add(layer)
+
+    def watch(layer):
+        if layer not in order.label:
+            if layer not in graph:
+                return
+            order.append(layer)  # a new layer: at the end, as graph.add puts it
+        for q in scans:
+            q.add(layer)
+
+    def keep_identity(layer):  # remove_identities at one layer; True: still a candidate
+        return _is_identity(layer) and not _bypass(graph, layer)
+
+    moved, appended = 0, None
+    graph.watch = watch
+    try:
+        for _ in range(4 * len(graph.layers) + 1):
+            if appended is not None:  # what toposort() does with the one Permute appended last
+                _place(order, scans, appended, graph)
+            last = order.last
+            hit = sink.run(graph, lambda l: _sink_one(graph, l), stop_at_first=True)
+            if hit is None:
+                break
+            moved += 1
+            appended = order.last if order.last is not last and order.last in graph else None
+            merge.run(graph, lambda l: (_merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1])
+            ident.run(graph, keep_identity)
+        else:  # rare: the cap was reached; as before, dead layers go before the final toposort
+            graph.watch = None
+            graph.layers = order.walk(graph)
+            remove_dead_layers(graph, report)
+            graph.toposort()
+            return moved
+    finally:
+        graph.watch = None
+    if appended is not None:
+        _place(order, scans, appended, graph)
+    graph.layers = order.walk(graph)
     remove_dead_layers(graph, report)
     return moved
+
+
+def _place(order: "_Order", scans, layer, graph: Graph) -> None:
+    if layer in graph:
+        was = order.label[layer], order.version
+        order.place_before_first_user(layer, graph)
+        if (order.label[layer], order.version) == was:
+            return
+        for q in scans:  # its queued entries carry the old position
+            if layer in q.pending and q.version == order.version:
+                q._push(layer, order.label[layer])
+
+
+class _Order:
+    """The graph's order during sink_permutes: a linked list with float labels
+    (relabelled when two get too close), so "is A before B" and "put X before B"
+    cost O(1)."""
+
+    def __init__(self, layers):
+        self.label = {l: float(i) for i, l in enumerate(layers)}
+        self.prev = {l: (layers[i - 1] if i else None) for i, l in enumerate(layers)}
+        self.next = {l: (layers[i + 1] if i + 1 < len(layers) else None) for i, l in enumerate(layers)}
+        self.first = layers[0] if layers else None
+        self.last = layers[-1] if layers else None
+        self.version = 0  # bumped by a relabel: the scans rebuild their heaps
+
+    def append(self, layer) -> None:
+        self.label[layer] = (self.label[self.last] + 1.0) if self.last is not None else 0.0
+        self.prev[layer], self.next[layer] = self.last, None
+        if self.last is not None:
+            self.next[self.last] = layer
+        else:
+            self.first = layer
+        self.last = layer
+
+    def _unlink(self, layer) -> None:
+        p, n = self.prev[layer], self.next[layer]
+        if p is not None:
+            self.next[p] = n
+        else:
+            self.first = n
+        if n is not None:
+            self.prev[n] = p
+        else:
+            self.last = p
+
+    def place_before_first_user(self, layer, graph: Graph) -> None:
+        """toposort() of an order that is topological but for `layer`, appended at the
+        end: it moves to just before its first reader (and stays if it has none)."""
+        users = [u for u, _ in graph.consumers(layer)]
+        if not users:
+            return
+        m = min(users, key=self.label.__getitem__)
+        if self.label[m] > self.label[layer]:
+            return  # already before its readers
+        self._unlink(layer)
+        p = self.prev[m]
+        lo = self.label[p] if p is not None else self.label[m] - 1.0
+        if self.label[m] - lo < 1e-6:
+            self._relabel()
+            lo = self.label[p] if p is not None else self.label[m] - 1.0
+        self.label[layer] = (lo + self.label[m]) / 2
+        self.prev[layer], self.next[layer] = p, m
+        self.prev[m] = layer
+        if p is not None:
+            self.next[p] = layer
+        else:
+            self.first = layer
+
+    def _relabel(self) -> None:
+        i, l = 0, self.first
+        while l is not None:
+            self.label[l] = float(i)
+            i, l = i + 1, self.next[l]
+        self.version += 1
+
+    def walk(self, graph: Graph) -> list[Layer]:
+        out, l = [], self.first
+        while l is not None:
+            if l in graph:
+                out.append(l)
+            l = self.next[l]
+        return out
+
+
+class _Scan:
+    """A worklist standing for one pass over the whole graph in order: it holds
+    every layer at which the pass may act (all at first, then those whose
+    connections, descriptor or outputs changed), and visits them by position.
+    A layer that changes at or before the running visit waits for the next
+    pass, one after it is still visited in this one: as a full scan does."""
+
+    def __init__(self, order: _Order):
+        self.order = order
+        self.pending: set = set()
+        self.heap: list = []
+        self.deferred: list = []
+        self.pos = None  # label of the layer being visited, during run()
+        self.seq = 0
+        self.version = order.version
+
+    def add(self, layer) -> None:
+        if layer in self.pending:
+            return
+        self.pending.add(layer)
+        lab = self.order.label[layer]
+        if self.pos is not None and lab <= self.pos:
+            self.deferred.append(layer)
+        else:
+            self._push(layer, lab)
+
+    def _push(self, layer, lab) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (lab, self.seq, layer))
+
+    def run(self, graph: Graph, step, stop_at_first: bool = False):
+        """Visit the pending layers in order. step(layer) -> True: with stop_at_first,
+        it acted (stop and return the layer); otherwise, keep the layer pending."""
+        if self.version != self.order.version:  # labels changed: re-sort what is pending
+            self.version = self.order.version
+            self.heap = []
+            for l in self.pending:
+                self._push(l, self.order.label[l])
+        hit = None
+        try:
+            while self.heap:
+                lab, _, layer = self.heap[0]
+                if layer not in self.pending or self.order.label.get(layer) != lab:
+                    heapq.heappop(self.heap)  # stale: visited already, or moved (pushed again)
+                    continue
+                heapq.heappop(self.heap)
+                self.pending.discard(layer)
+                if layer not in graph:
+                    continue
+                self.pos = lab
+                if step(layer):
+                    if stop_at_first:
+                        hit = layer
+                        break
+                    if layer not in self.pending:
+                        self.pending.add(layer)
+                        self.deferred.append(layer)
+        finally:
+            self.pos = None
+            for l in self.deferred:
+                if l in self.pending:
+                    self._push(l, self.order.label[l])
+            self.deferred = []
+        return hit

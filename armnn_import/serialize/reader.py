@@ -223,9 +223,8 @@ def read(data: bytes) -> Graph:
         for src, slot in conns:
             if src not in by_index or slot >= len(by_index[src].outputs):
                 raise ReadError(f"layer {layer.name!r} is connected to missing output {src}:{slot}")
-            layer.inputs.append(Port(by_index[src], slot))
-        g.layers.append(layer)
-    g._names = {l.name for l in g.layers}
+            layer.inputs.append(Port(by_index[src], slot))  # not yet in a graph: no use-lists to keep
+        g.attach(layer)
     for ids, want in ((input_ids, LayerType.Input), (output_ids, LayerType.Output)):
         for i in ids:
             if i not in by_index or by_index[i].type != want:

@@ -666,10 +666,7 @@ class Converter(LoweringContext):
         """Output layers keep the ONNX output names: rename an inner layer that took one."""
         for layer in self.g.layers:
             if layer.name == name and layer.type not in (LayerType.Input, LayerType.Output):
-                new = self.g.unique_name(f"{name}_op")
-                self.g._names.discard(name)  # Graph has no rename; keep its name set in step
-                self.g._names.add(new)
-                layer.name = new
+                self.g.rename(layer, self.g.unique_name(f"{name}_op"))
 
 
 def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) -> onnx.ModelProto:
