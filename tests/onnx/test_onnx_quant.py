@@ -24,10 +24,15 @@ from armnn_import.errors import UnsupportedModelError
 from armnn_import.ir.types import DataType, LayerType
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "test_models" / "onnx_quant"
-FLOAT_DIR = MODELS_DIR.parent / "onnx"
 MANIFEST = json.loads((MODELS_DIR / "manifest.json").read_text())
 ENTRIES = {e["name"]: e for e in MANIFEST["models"]}
 MAX_BYTES = 600_000
+
+
+def float_data(e) -> dict:
+    """The float model's stored input and output (test_models/onnx/, or onnx_quant/float/ for a
+    model the quantized generator builds itself)."""
+    return np.load(MODELS_DIR.parent / e.get("source_dir", "onnx") / (e["source"][:-5] + ".npz"))
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -230,7 +235,7 @@ def test_reference_model_matches_manifest(name):
     onnx.checker.check_model(m)
     assert sorted({(n.domain + "." if n.domain else "") + n.op_type for n in m.graph.node}) == e["op_types"]
     data = np.load(MODELS_DIR / e["data"])
-    np.testing.assert_array_equal(data["input_0"], np.load(FLOAT_DIR / (e["source"][:-5] + ".npz"))["input_0"])
+    np.testing.assert_array_equal(data["input_0"], float_data(e)["input_0"])
     out = session(path).run(None, {m.graph.input[0].name: data["input_0"]})[0]
     np.testing.assert_array_equal(out, data["output_0"])
 
@@ -288,7 +293,7 @@ def test_dequantize_option_gives_float_network(armnn_runner, name):
     diff = np.abs(got[0].reshape(expected.shape) - expected) / scale
     assert diff.mean() <= 3 and diff.max() <= 8
     # ... and the float model's, up to the quantization error
-    float_out = np.load(FLOAT_DIR / (e["source"][:-5] + ".npz"))["output_0"]
+    float_out = float_data(e)["output_0"]
     assert np.abs(got[0].reshape(expected.shape) - float_out).max() <= 0.1 * np.abs(float_out).max()
 
 
