@@ -94,7 +94,7 @@ def dequantize_linear(ctx, node):
 
 
 # -- convolution -------------------------------------------------------------------------------------
-def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
+def _conv(ctx, node, x: Port, w, bias, yq, wq=None, requantized=None) -> Port:
     """Convolution of x with OIHW (or OIL) weights w: float32, or uint8 with (scale, offset) wq."""
     x, nd = _to_4d(ctx, x, node)
     groups = int(ctx.attr(node, "group", 1))
@@ -107,8 +107,11 @@ def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
         y = ctx.b.conv2d(x, w.astype(np.float32), bias, ctx.name(node), strides=strides, pads=pads,
                          dilations=dil, groups=groups)
     else:
+        def fallback():  # requantized per-tensor weights, brought to 4-D as w was
+            data, q = requantized()
+            return _conv_operands(x, data, bias, nd, groups), q
         y = quant_conv2d_nchw(ctx.b, x, w, wq, bias, yq, ctx.name(node), strides=strides, pads=pads,
-                              dilations=dil, groups=groups)
+                              dilations=dil, groups=groups, requantized=requantized and fallback)
     return _back(ctx, y, nd, node)
 
 
@@ -130,8 +133,8 @@ def qlinear_conv(ctx, node):
     if ctx.quant.dequantize:
         ctx.quant.note_dequantized(node.inputs[3])
         return _saturate(ctx, node, _conv(ctx, node, x, real, bias, None), 6, 7)
-    wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[3], real, (w, ws, wz), 0)
-    return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq)
+    wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[3], real, (w, ws, wz, 0))
+    return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq, fallback)
 
 
 @qdq("Conv")
@@ -139,8 +142,9 @@ def qdq_conv(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     real = ctx.const(node, 1, "weights").astype(np.float32)
     bias = ctx.const(node, 2, "bias").reshape(-1) if ctx.has(node, 2) else None
-    wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[1], real, ctx.quant.weight(ctx, node.inputs[1]), 0)
-    return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq)
+    wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[1], real,
+                                               ctx.quant.weight(ctx, node.inputs[1]))
+    return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq, fallback)
 
 
 # -- matrix products ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import quant_conv2d_nchw, requantize_weights
+from armnn_import.lowering.quant import PER_CHANNEL_EXACT, channel_runs, quant_conv2d_nchw, requantize_weights
 
 from .. import quant as Q
 from . import REGISTRY
@@ -70,6 +70,17 @@ def quant_weights(ctx, i: int, axis: int, layer: str) -> tuple[np.ndarray, float
                               else "float weights quantized to per-tensor uint8")
 
 
+def per_channel_weights(ctx, i: int):
+    """(uint8 weights in TFLite's layout, per-channel scales, offset) of per-channel int8 weights
+    with one zero point, kept exact (quant_conv2d_nchw splits the layer by scale), or None."""
+    t = ctx.t(i)
+    if (i in ctx.folded or t.data is None or t.quant is None or t.quant.per_tensor or t.type != Q.INT8
+            or len(set(t.quant.zero_point.tolist())) != 1):
+        return None
+    q, offset = Q.to_uint8(t.data, t.quant.zero_point[0], t.type)
+    return q, np.asarray(t.quant.scale, np.float32).reshape(-1), offset
+
+
 def _const_weights(op, ctx, k=1):
     if not ctx.is_const(op.inputs[k]):
         return "weights that are computed at run time (Arm NN's format keeps weights constant)"
@@ -106,13 +117,23 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
         w = to_oihw(float_weights(ctx, wi, name))
         return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
-    wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
+    exact = per_channel_weights(ctx, wi)
+    requantized = []
+
+    def fallback():  # per-channel weights the lowering cannot keep exact: one scale per tensor
+        requantized.append(True)
+        r = quant_weights(ctx, wi, w_axis, name)
+        return to_oihw(r[0]), (r[1], r[2])
+    wq, ws, wz = exact if exact is not None else quant_weights(ctx, wi, w_axis, name)
     if bias is not None:
         Q.finite(bias, f"bias {ctx.t(bi).name!r}")
     # the shared lowering adds the bias inside the layer (one rounding, as LiteRT's int32 bias);
     # it takes NCHW, and the layout pass cancels these permutes between convolutions
     y = quant_conv2d_nchw(nb, nb.permute(x, (0, 3, 1, 2), f"{name}_to_nchw"), to_oihw(wq), (ws, wz), bias, q,
-                          name, strides=strides, pads=pads, dilations=dilations, groups=groups)
+                          name, strides=strides, pads=pads, dilations=dilations, groups=groups,
+                          requantized=fallback)
+    if exact is not None and not requantized:
+        ctx.report.quantization.append({"layer": name, "tensor": ctx.t(wi).name, "decision": PER_CHANNEL_EXACT})
     return nb.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
 
 
@@ -257,14 +278,31 @@ def fully_connected(ctx, op):
         bias = ctx.const(bi) if bi >= 0 else None
         y = nb.fully_connected(x2, float_weights(ctx, wi, name), bias, name)
     else:
-        wq, ws, wz = quant_weights(ctx, wi, 0, name)
-        w = ConstTensor(wq, TensorInfo(wq.shape, DataType.QuantisedAsymm8, ws, wz))
-        bias = None if bi < 0 else Q.bias_int32(Q.finite(ctx.const(bi), f"bias {ctx.t(bi).name!r}"),
-                                                float(np.float32(x.info.scale * ws)))
-        y = nb.fully_connected(x2, w, bias, name, quant=q)
+        y = _quant_fc(ctx, x2, wi, bi, name, q)
     shape = x.info.shape[:-1] + (out_c,) if o.get("keep_num_dims") else (rows, out_c)
     y = nb.reshape(y, shape, f"{name}_shape")
     ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, q))
+
+
+def _quant_fc(ctx, x2, wi, bi, name, q):
+    """A quantized FULLY_CONNECTED: per-channel int8 weights exact as one FullyConnected per run
+    of output channels sharing a scale (joined by a Merger), else per-tensor weights."""
+    nb = ctx.nb
+    exact = per_channel_weights(ctx, wi)
+    runs = None if exact is None else channel_runs(exact[1], exact[2], exact[0].shape[0])
+    if runs is None:
+        wq, ws, wz = quant_weights(ctx, wi, 0, name)
+        runs = [(0, wq.shape[0], ws)]
+    else:
+        wq, _, wz = exact
+        ctx.report.quantization.append({"layer": name, "tensor": ctx.t(wi).name, "decision": PER_CHANNEL_EXACT})
+    bias = None if bi < 0 else Q.finite(ctx.const(bi), f"bias {ctx.t(bi).name!r}").reshape(-1)
+    parts = []
+    for a, b, s in runs:
+        w = ConstTensor(wq[a:b], TensorInfo(wq[a:b].shape, DataType.QuantisedAsymm8, s, wz))
+        bb = None if bias is None else Q.bias_int32(bias[a:b], float(np.float32(x2.info.scale * s)))
+        parts.append(nb.fully_connected(x2, w, bb, name if len(runs) == 1 else f"{name}_c{a}", quant=q))
+    return parts[0] if len(parts) == 1 else nb.concat(parts, 1, name, quant=q)
 
 
 def _check_pool(op, ctx):
