@@ -256,3 +256,68 @@ def test_in_memory_sources_and_fixed_batch():
     result = armnn_import.convert(model, input_shapes={"input": (4, 3, 40, 48)})
     check = verify(model, result.network)
     assert check.ok and check.outputs[0].shape == (4, 10)
+
+
+# -- --per-layer on a QDQ model: fused groups (issue 19) ------------------------------------
+QDQ_MOBILENET = ROOT / "onnx_quant" / "mobilenetv2_like_qdq_u8.onnx"
+QDQ_INPUT = ROOT / "onnx_quant" / "mobilenetv2_like_qdq_u8.npz"
+
+
+def test_per_layer_on_correct_qdq_mobilenet_names_no_layer():
+    """Every Conv computes into the quantization of the QuantizeLinear after it (which folds
+    its ReLU6): the group is compared at its last node, in levels, so nothing diverges."""
+    result = converted(QDQ_MOBILENET)
+    check = verify(QDQ_MOBILENET, result.to_bytes(), report=result.report, per_layer=True,
+                   inputs=[QDQ_INPUT])
+    assert check.ok and check.first_divergence is None, check.format()
+    # every source node is compared or skipped under a named reason
+    assert check.uncompared == sum(len(v) for v in check.skipped.values())
+    assert set(check.skipped) <= {"folded to constants (no run-time tensor)",
+                                  "fused into the node after them (compared at the group's last node)"}
+    fused = set(check.skipped["fused into the node after them (compared at the group's last node)"])
+    ops = {c.node: c for c in check.layers}
+    convs = [n["node"] for n in result.report.nodes if n["op"] == "Conv"]
+    assert convs and set(convs) <= fused  # a Conv's own (float, pre-ReLU6) output is never compared
+    # the tensor of each Conv is compared at its group's DequantizeLinear, in levels
+    groups = [c for c in check.layers if any(f in convs for f in c.fused)]
+    assert len(groups) == len(convs) and all(c.op == "DequantizeLinear" and c.lsb is not None for c in groups)
+    assert len(ops) == len(check.layers) >= 60
+    assert "first diverging layer: none" in check.format()
+
+
+def _flip_quantized(result, layer_type):
+    """Move the largest weight of the middle quantized layer of `layer_type` to the far end of
+    the other side of its zero point (a depthwise kernel's first row: an input row, not one of
+    the rows that add the bias)."""
+    layers = [l for l in result.network.layers if l.type == layer_type and "weights" in l.tensors]
+    layer = layers[len(layers) // 2]
+    w = layer.tensors["weights"]
+    data = w.data.copy()
+    part = data[:, :, 0, :] if data.ndim == 4 else data
+    k = np.unravel_index(int(np.argmax(np.abs(part.astype(np.int32) - w.info.offset))), part.shape)
+    part[k] = 0 if part[k] > w.info.offset else 255
+    layer.tensors["weights"] = ConstTensor(data, w.info)
+    return layer
+
+
+@pytest.mark.parametrize("layer_type", [LayerType.DepthwiseConvolution2d, LayerType.FullyConnected])
+def test_per_layer_names_the_qdq_layer_with_a_wrong_weight(tmp_path, capsys, layer_type):
+    import armnn_import
+
+    result = armnn_import.convert(QDQ_MOBILENET)
+    layer = _flip_quantized(result, layer_type)
+    broken = tmp_path / "broken.armnn"
+    result.save(broken)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps(result.report.to_dict()))
+    # the node that made the layer, and the last node of its fused group (its QuantizeLinear's
+    # DequantizeLinear), where the comparison is made
+    node = next(n for n in result.report.nodes if layer.name in n["layers"])
+    last = next(n for n in result.report.nodes if n["node"] == node.get("fused_into", node["node"]))
+    check = verify(QDQ_MOBILENET, broken, report=report, per_layer=True, inputs=[QDQ_INPUT])
+    d = check.first_divergence
+    assert d is not None and d.node == last["node"] and node["node"] in d.fused, check.format()
+    assert d.lsb > 1
+    code, out, _ = main(capsys, "verify", QDQ_MOBILENET, broken, "--per-layer", "--report", report,
+                        "--inputs", QDQ_INPUT)
+    assert f"first diverging layer: {d.name!r}" in out and repr(node["node"]) in out
