@@ -322,6 +322,35 @@ def _check_l2(op, ctx):
     return _check_pool(op, ctx)
 
 
+def _reinterpret(nb, x, quant, name: str):
+    """The same bytes read with another quantization: an identity Permute (Arm NN copies its
+    bytes, keeps the output TensorInfo of the file and checks only the data type; a Reshape
+    takes its input's TensorInfo when deserialized, a StridedSlice must keep the quantization)."""
+    info = x.info
+    return nb.add(LayerType.Permute, name, [x], D.PermuteDescriptor(tuple(range(info.rank))),
+                  outputs=[TensorInfo(info.shape, info.dtype, *quant)])
+
+
+def _quant_average(ctx, op, x, k, strides, pads, q, name):
+    """A quantized AVERAGE_POOL_2D, rounded as LiteRT rounds: the sum of the window's levels
+    divided by its count of valid elements, half away from zero, on the raw int8 values (uint8:
+    half up, on the raw values, all >= 0). Arm NN averages the decoded real values in float and
+    rounds half away from zero relative to the zero point; so the pool runs on the bytes read as
+    scale 1 and zero point 0 (uint8) or 128 (int8, whose raw 0 is uint8 128), where every sum
+    is an exact integer and every tie exact, and the result is read back with the model's."""
+    nb = ctx.nb
+    raw0 = 128 if ctx.t(op.inputs[0]).type == Q.INT8 else 0
+    if (x.info.scale, x.info.offset) != (float(np.float32(q[0])), q[1]):  # LiteRT requires them equal
+        return nb.pool2d(x, PoolingAlgorithm.Average, k, name, strides=strides, pads=pads, layout=NHWC,
+                         exclude_pad=True, quant=q)
+    y = nb.pool2d(_reinterpret(nb, x, (1.0, raw0), f"{name}_raw"), PoolingAlgorithm.Average, k, f"{name}_pool",
+                  strides=strides, pads=pads, layout=NHWC, exclude_pad=True, quant=(1.0, raw0))
+    ctx.report.decomposition("quantized AVERAGE_POOL_2D", "pooled on the bytes read as scale 1 and zero "
+                             "point 0 (uint8) or 128 (int8), so that Arm NN rounds the average as LiteRT "
+                             "does, between identity Permutes that change only the quantization")
+    return _reinterpret(nb, y, q, name)
+
+
 def _pool(algo):
     def convert(ctx, op):
         o, nb, name = op.options, ctx.nb, ctx.name(op)
@@ -337,6 +366,8 @@ def _pool(algo):
                           layout=NHWC, exclude_pad=True)
             y = nb.activation(y, AF.Sqrt, name)
             ctx.report.decomposition("L2_POOL_2D", "Square, average Pooling2d (padding excluded), Sqrt")
+        elif algo == PoolingAlgorithm.Average and q is not None:
+            y = _quant_average(ctx, op, x, k, strides, pads, q, name)
         else:  # TFLite never counts padding: averages divide by the valid elements
             y = nb.pool2d(x, algo, k, name, strides=strides, pads=pads, layout=NHWC, exclude_pad=True, quant=q)
         ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, q))
@@ -344,7 +375,7 @@ def _pool(algo):
 
 
 for _op, _algo, _until, _layers in (
-        ("AVERAGE_POOL_2D", PoolingAlgorithm.Average, 3, ("Pooling2d",)),
+        ("AVERAGE_POOL_2D", PoolingAlgorithm.Average, 3, ("Pooling2d", "Permute")),
         ("MAX_POOL_2D", PoolingAlgorithm.Max, 3, ("Pooling2d",)),
         ("L2_POOL_2D", PoolingAlgorithm.L2, 1, ("Activation", "Pooling2d"))):
     REGISTRY.register(_op, since=1, until=_until, check=_check_pool if _op != "L2_POOL_2D" else _check_l2,
