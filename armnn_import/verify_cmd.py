@@ -601,8 +601,6 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     model's input order, or paths of .npy files / one .npz; default seeded
     random. `report`: the conversion report (Report, its dict, or a JSON path),
     for layouts and, with per_layer, the node -> layers map."""
-    if per_layer and armnn_runtime:
-        raise VerifyError("--per-layer needs the numpy executor (an Arm NN runner shows no intermediate tensors)")
     report = _report_dict(report)
     src = source_model(source, source_format)
     graph, data = _armnn(armnn)
@@ -630,8 +628,21 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     feed = [feed[order[id(l)]] for l in graph.input_layers]
 
     ref = src.run(arrays)
-    values = None
-    if armnn_runtime:
+    values, notes, nodes = None, [], None
+    if per_layer:
+        nodes = (report or {}).get("nodes")
+        if not nodes:
+            notes.append("per layer: node -> layers map from converting the source again (default options)")
+            from .api import convert
+            nodes = convert(source).report.to_dict()["nodes"]
+    if armnn_runtime and per_layer:
+        # every tensor a source node's output is compared with becomes an extra network output
+        from .verify_layers import probed_ports, runtime_values
+        values = runtime_values(lambda d: _run_runtime(armnn_runtime, d, feed), graph,
+                                probed_ports(graph, nodes), feed)
+        got = [values[l.inputs[0]] for l in out_layers]
+        engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
+    elif armnn_runtime:
         got_all = _run_runtime(armnn_runtime, data, feed)
         got = [got_all[graph.output_layers.index(l)] for l in out_layers]
         engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
@@ -654,13 +665,8 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
         if layer.name in out_perm:
             ways = ways[:1]  # the report says which layout the output has
         comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways))
-    result = VerifyResult(comps, tolerance, how, engines)
+    result = VerifyResult(comps, tolerance, how, engines, notes=notes)
     if per_layer:
-        nodes = (report or {}).get("nodes")
-        if not nodes:
-            result.notes.append("per layer: node -> layers map from converting the source again (default options)")
-            from .api import convert
-            nodes = convert(source).report.to_dict()["nodes"]
         from .verify_layers import per_layer as _per_layer
         _per_layer(result, src, arrays, graph, values, nodes, tolerance, (report or {}).get("folded", []))
     return result

@@ -76,12 +76,40 @@ def _port(rec: dict, live: dict, recs: dict):
     return None
 
 
+def _live(graph) -> dict:
+    live = {l.name: l for l in graph.layers if l.outputs and l.type != LayerType.Input}
+    live.update({l.name: l for l in graph.input_layers})
+    return live
+
+
+def probed_ports(graph, nodes: list[dict]) -> list:
+    """The Ports per_layer compares, for a run on the Arm NN runtime (non-Input layers)."""
+    live, recs = _live(graph), {n["node"]: n for n in nodes}
+    ports = {_port(r, live, recs) for r in nodes if not r.get("fused_into")}
+    return [p for p in ports if p is not None and p.layer.type != LayerType.Input]
+
+
+def runtime_values(run, graph, ports: list, feed: list) -> dict:
+    """Port -> value on the Arm NN runtime: `run(bytes)` of the network with `ports` as extra
+    outputs (removed again), its own outputs, and its inputs (`feed`, in binding-id order)."""
+    from .serialize import write
+    outs = list(graph.output_layers)
+    added = [graph.add_output(f"verify_probe_{k}", p) for k, p in enumerate(ports)]
+    try:
+        got = run(write(graph))
+    finally:
+        graph.remove(added)
+    values = {l.inputs[0]: g.reshape(l.inputs[0].info.shape) for l, g in zip(outs, got)}
+    values.update({p: g.reshape(p.layer.outputs[p.slot].shape) for p, g in zip(ports, got[len(outs):])})
+    values.update({l.out(): np.asarray(f) for l, f in zip(graph.input_layers, feed)})
+    return values
+
+
 def per_layer(result, src, arrays, graph, values: dict, nodes: list[dict], tol, folded=()) -> None:
     """Fill result.layers, .skipped, .uncompared and .first_divergence (see the module)."""
     from .verify_cmd import _inverse, _reshapings, compare
     inter = src.intermediates(arrays)
-    live = {l.name: l for l in graph.layers if l.outputs and l.type != LayerType.Input}
-    live.update({l.name: l for l in graph.input_layers})
+    live = _live(graph)
     recs = {n["node"]: n for n in nodes}
     folded = set(folded)
     skipped: dict[str, list[str]] = {}

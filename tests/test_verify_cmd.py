@@ -193,9 +193,10 @@ def test_armnn_runtime_option(armnn_runner, tmp_path, capsys):
     assert (code, err) == (0, "") and "Arm NN runner" in out and "verify: PASS" in out
     code, _, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", tmp_path / "nope")
     assert code == 1 and "not an executable file" in err
-    code, _, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_runner.path,
-                        "--per-layer")
-    assert code == 2 and "--per-layer needs the numpy executor" in err
+    # --per-layer on the runtime: the compared tensors become extra network outputs
+    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_runner.path,
+                          "--per-layer")
+    assert (code, err) == (0, "") and "first diverging layer: none" in out and "Arm NN runner" in out
 
 
 @pytest.mark.parametrize("model, module, package", [
@@ -321,3 +322,22 @@ def test_per_layer_names_the_qdq_layer_with_a_wrong_weight(tmp_path, capsys, lay
     code, out, _ = main(capsys, "verify", QDQ_MOBILENET, broken, "--per-layer", "--report", report,
                         "--inputs", QDQ_INPUT)
     assert f"first diverging layer: {d.name!r}" in out and repr(node["node"]) in out
+
+
+def test_per_layer_on_the_runtime_names_the_qdq_layer_with_a_wrong_weight(armnn_runner, tmp_path):
+    """The same comparison on Arm NN 20.08 itself (its intermediate tensors as extra outputs)."""
+    import armnn_import
+
+    good = converted(QDQ_MOBILENET)
+    check = verify(QDQ_MOBILENET, good.to_bytes(), report=good.report, per_layer=True, inputs=[QDQ_INPUT],
+                   armnn_runtime=armnn_runner.path)
+    assert check.ok and check.first_divergence is None and len(check.layers) >= 60, check.format()
+    result = armnn_import.convert(QDQ_MOBILENET)
+    layer = _flip_quantized(result, LayerType.DepthwiseConvolution2d)
+    node = next(n for n in result.report.nodes if layer.name in n["layers"])
+    check = verify(QDQ_MOBILENET, result.to_bytes(), report=result.report, per_layer=True, inputs=[QDQ_INPUT],
+                   armnn_runtime=armnn_runner.path)
+    d = check.first_divergence
+    assert d is not None and d.node == node["fused_into"] and node["node"] in d.fused, check.format()
+    # the network itself is unchanged: only its own outputs
+    assert len(read(result.to_bytes()).output_layers) == 1
