@@ -134,8 +134,18 @@ def _runs(w_quant, cout: int) -> list:
     return [(0, cout, float(scale))]
 
 
+MERGER_FAN_IN = 8  # CpuRef's Merger looks through every view for each element: join in a tree
+
+
 def _joined(nb, parts: list, axis: int, name: str, out_q) -> Port:
-    """One run's result as is; several joined by a Merger named after the node."""
+    """One run's result as is; several joined by a Merger named after the node (a tree of
+    Mergers of at most MERGER_FAN_IN inputs each: CpuRef runs it faster than one wide Merger)."""
+    level = 0
+    while len(parts) > MERGER_FAN_IN:
+        parts = [parts[i] if len(parts[i:i + MERGER_FAN_IN]) == 1 else
+                 nb.concat(parts[i:i + MERGER_FAN_IN], axis, f"{name}_join{level}_{i}", quant=out_q)
+                 for i in range(0, len(parts), MERGER_FAN_IN)]
+        level += 1
     return parts[0] if len(parts) == 1 else nb.concat(parts, axis, name, quant=out_q)
 
 
