@@ -70,12 +70,14 @@ def quant_weights(ctx, i: int, axis: int, layer: str) -> tuple[np.ndarray, float
                               else "float weights quantized to per-tensor uint8")
 
 
-def per_channel_weights(ctx, i: int):
-    """(uint8 weights in TFLite's layout, per-channel scales, offset) of per-channel int8 weights
-    with one zero point, kept exact (quant_conv2d_nchw splits the layer by scale), or None."""
+def per_channel_weights(ctx, i: int, axis: int):
+    """(uint8 weights in TFLite's layout, per-channel scales, offset) of int8 weights quantized
+    along their output-channel `axis` with one zero point, kept exact (quant_conv2d_nchw splits
+    the layer by scale), or None."""
     t = ctx.t(i)
     if (i in ctx.folded or t.data is None or t.quant is None or t.quant.per_tensor or t.type != Q.INT8
-            or len(set(t.quant.zero_point.tolist())) != 1):
+            or len(set(t.quant.zero_point.tolist())) != 1 or t.quant.axis != axis
+            or t.quant.scale.size != t.data.shape[axis]):
         return None
     q, offset = Q.to_uint8(t.data, t.quant.zero_point[0], t.type)
     return q, np.asarray(t.quant.scale, np.float32).reshape(-1), offset
@@ -117,7 +119,7 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
         w = to_oihw(float_weights(ctx, wi, name))
         return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
-    exact = per_channel_weights(ctx, wi)
+    exact = per_channel_weights(ctx, wi, w_axis)
     requantized = []
 
     def fallback():  # per-channel weights the lowering cannot keep exact: one scale per tensor
@@ -288,7 +290,7 @@ def _quant_fc(ctx, x2, wi, bi, name, q):
     """A quantized FULLY_CONNECTED: per-channel int8 weights exact as one FullyConnected per run
     of output channels sharing a scale (joined by a Merger), else per-tensor weights."""
     nb = ctx.nb
-    exact = per_channel_weights(ctx, wi)
+    exact = per_channel_weights(ctx, wi, 0)
     runs = None if exact is None else channel_runs(exact[1], exact[2], exact[0].shape[0])
     if runs is None:
         wq, ws, wz = quant_weights(ctx, wi, 0, name)
