@@ -119,7 +119,8 @@ def _conv(ctx, node, x: Port, w, bias, yq, wq=None, requantized=None) -> Port:
                                           "Reshape", "Pad", "Addition", "StridedSlice", "SpaceToBatchNd",
                                           "BatchToSpaceNd", "Merger", "BatchNormalization"),
           check=all_checks(needs_const(1, 2, 3, 4, 5, 6, 7, 8, what="weights/parameters"), _spatial_rank_check),
-          notes="per-channel weights requantized per tensor (reported); the bias inside the layer "
+          notes="per-channel weights exact as one convolution per run of channels sharing a scale (up to "
+                "64, joined by Mergers), else requantized per tensor (reported); the bias inside the layer "
                 "(FullyConnected for 1x1, extra constant input channels or rows), else a BatchNormalization")
 def qlinear_conv(ctx, node):
     x = _qport(ctx, node, 0, 1, 2)

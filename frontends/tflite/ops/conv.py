@@ -143,7 +143,9 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
                    layers=("Convolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
                            "FullyConnected", "Permute", "Reshape", "Pad", "StridedSlice", "Merger", "Activation"),
                    notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an Addition of a per-channel constant, "
-                         "quantized bias inside the layer (FullyConnected for 1x1, constant input channels)")
+                         "quantized bias inside the layer (FullyConnected for 1x1, constant input channels); "
+                         "per-channel int8 weights exact as one convolution per run of channels sharing a scale "
+                         "(up to 64, joined by Mergers), else requantized per tensor")
 def conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
@@ -166,10 +168,12 @@ def conv_2d(ctx, op):
 
 @REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
                    layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
-                           "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation"),
+                           "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation",
+                           "Merger"),
                    notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an "
                          "Addition of a per-channel constant; quantized bias inside the layer (rows of a "
-                         "constant, from a Pad and an Addition, read by extra kernel rows)")
+                         "constant, from a Pad and an Addition, read by extra kernel rows); per-channel int8 "
+                         "weights exact as one convolution per run of channels sharing a scale (up to 64)")
 def depthwise_conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
@@ -260,7 +264,9 @@ def _check_fc(op, ctx):
 
 
 @REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
-                   layers=("FullyConnected", "Reshape"), notes="keep_num_dims; optional bias")
+                   layers=("FullyConnected", "Reshape", "Merger"),
+                   notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
+                         "per run of channels sharing a scale (up to 64)")
 def fully_connected(ctx, op):
     o, nb, name = op.options, ctx.nb, ctx.name(op)
     x = ctx.port(op.inputs[0])
