@@ -14,7 +14,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import ConstTensor, DataType, PoolingAlgorithm, TensorInfo
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
+from armnn_import.lowering.quant import bias_int32, mean_half_even, quant_conv2d_nchw
 
 from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qdq, qparams
 from ..registry import all_checks, needs_const, register
@@ -373,6 +373,11 @@ def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
         return mean(ctx, x, axes, ctx.name(node))
     if rank > 4:
         raise Unsupported("global pooling of a quantized tensor of more than 4 dimensions")
+    count = int(np.prod([x.info.shape[a] for a in axes]))
+    if (x.info.scale, x.info.offset) == (float(np.float32(yq[0])), yq[1]) and count % 2 == 0 and \
+            list(axes) == [rank - 2, rank - 1]:
+        # an even count makes ties, which onnxruntime rounds to even, Arm NN away from the zero point
+        return mean_half_even(ctx.b, x, axes, ctx.name(node))
     return ctx.b.mean(x, axes, True, ctx.name(node), quant=yq)
 
 
