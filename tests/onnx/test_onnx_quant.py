@@ -330,3 +330,27 @@ def test_quantize_inside_float_model_refused_with_hint():
     assert "--dequantize" in err.value.problems[0].hint
     result = armnn_import.convert(m, dequantize=True)
     assert result.report.inputs[0]["dtype"] == "Float32"
+
+
+def test_global_average_pool_ties_round_to_even(armnn_runner):
+    """QLinearGlobalAveragePool over 2x2 into its input's quantization (as after a ReLU6):
+    a quarter of the means are ties, which onnxruntime rounds half to even and Arm NN's Mean
+    half away from the zero point; the lowering picks the even one (lowering/quant.py
+    mean_half_even): every value equal, for an even and an odd zero point."""
+    shape = [1, 64, 2, 2]
+    for zp in (0, 7):
+        c = [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             numpy_helper.from_array(np.array(zp, np.uint8), "z")]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                 helper.make_node("QLinearGlobalAveragePool", ["q", "s", "z", "s", "z"], ["p"], domain="com.microsoft"),
+                 helper.make_node("DequantizeLinear", ["p", "s", "z"], ["y"])]
+        g = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 1, 1])], c)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+        x = np.random.default_rng(5).uniform(0, 5, shape).astype(np.float32)
+        result, got, plain, fast = run_both(armnn_runner, m, [x])
+        assert "quantized mean rounded half to even" in result.report.decompositions
+        levels = np.round(x / 0.05).reshape(64, 4).sum(axis=1)  # levels above the zero point: ties at 2 mod 4
+        assert np.sum(levels % 4 == 2) > 8
+        for expected in (plain, fast):
+            assert lsb_errors(result, got, expected).max() == 0
