@@ -608,9 +608,19 @@ def test_quantized_op(armnn_runner, case):
     check_quant(armnn_runner, data, inputs, tol=QUANT_TOL.get(case, 1), ref=case not in QUANT_BUILTIN_KERNELS)
 
 
-def test_per_channel_requantization_reported():
+def test_per_channel_requantization_reported(monkeypatch):
+    import armnn_import.lowering.quant as LQ
+
     seed("per_channel_report")
     data, _ = qconv()()
+    # kept exact: one convolution per output-channel scale, joined by a Merger
+    graph, report = convert(data)
+    assert [q["decision"] for q in report.quantization if "per-channel" in q["decision"]] == [LQ.PER_CHANNEL_EXACT]
+    assert not any("worst_error" in q for q in report.quantization)
+    convs = [l for l in graph.layers if l.type == LayerType.Convolution2d]
+    assert len(convs) == len({l.tensors["weights"].info.scale for l in convs}) > 1
+    # past MAX_CHANNEL_RUNS: requantized per tensor, the error reported
+    monkeypatch.setattr(LQ, "MAX_CHANNEL_RUNS", 1)
     graph, report = convert(data)
     entries = [q for q in report.quantization if "worst_error" in q]
     assert len(entries) == 1 and "per-channel" in entries[0]["decision"]
