@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .errors import ArmnnImportError
-from .ir.graph import Graph, Port
-from .ir.types import DataType, LayerType, TensorInfo
+from .ir.graph import Graph
+from .ir.types import DataType, TensorInfo
 
 
 class VerifyError(ArmnnImportError):

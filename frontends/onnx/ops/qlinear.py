@@ -14,7 +14,8 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import ConstTensor, DataType, PoolingAlgorithm, TensorInfo
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import bias_int32, mean_half_even, quant_conv2d_nchw
+from armnn_import.lowering.qround import mean_half_even
+from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
 
 from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qdq, qparams
 from ..registry import all_checks, needs_const, register

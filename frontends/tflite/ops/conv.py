@@ -8,6 +8,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.qround import relabel
 from armnn_import.lowering.quant import PER_CHANNEL_EXACT, channel_runs, quant_conv2d_nchw, requantize_weights
 
 from .. import quant as Q
@@ -330,15 +331,6 @@ def _check_l2(op, ctx):
     return _check_pool(op, ctx)
 
 
-def _reinterpret(nb, x, quant, name: str):
-    """The same bytes read with another quantization: an identity Permute (Arm NN copies its
-    bytes, keeps the output TensorInfo of the file and checks only the data type; a Reshape
-    takes its input's TensorInfo when deserialized, a StridedSlice must keep the quantization)."""
-    info = x.info
-    return nb.add(LayerType.Permute, name, [x], D.PermuteDescriptor(tuple(range(info.rank))),
-                  outputs=[TensorInfo(info.shape, info.dtype, *quant)])
-
-
 def _quant_average(ctx, op, x, k, strides, pads, q, name):
     """A quantized AVERAGE_POOL_2D, rounded as LiteRT rounds: the sum of the window's levels
     divided by its count of valid elements, half away from zero, on the raw int8 values (uint8:
@@ -351,12 +343,12 @@ def _quant_average(ctx, op, x, k, strides, pads, q, name):
     if (x.info.scale, x.info.offset) != (float(np.float32(q[0])), q[1]):  # LiteRT requires them equal
         return nb.pool2d(x, PoolingAlgorithm.Average, k, name, strides=strides, pads=pads, layout=NHWC,
                          exclude_pad=True, quant=q)
-    y = nb.pool2d(_reinterpret(nb, x, (1.0, raw0), f"{name}_raw"), PoolingAlgorithm.Average, k, f"{name}_pool",
+    y = nb.pool2d(relabel(nb, x, (1.0, raw0), f"{name}_raw"), PoolingAlgorithm.Average, k, f"{name}_pool",
                   strides=strides, pads=pads, layout=NHWC, exclude_pad=True, quant=(1.0, raw0))
     ctx.report.decomposition("quantized AVERAGE_POOL_2D", "pooled on the bytes read as scale 1 and zero "
                              "point 0 (uint8) or 128 (int8), so that Arm NN rounds the average as LiteRT "
                              "does, between identity Permutes that change only the quantization")
-    return _reinterpret(nb, y, q, name)
+    return relabel(nb, y, q, name)
 
 
 def _pool(algo):
