@@ -394,8 +394,6 @@ def cmd_convert(args, out: _Out) -> int:
 
     _parse_shapes(args.input_shape)  # usage errors before any work
     _check_fp16_flags(args)
-    if args.per_layer and args.armnn_runtime:
-        raise UsageError("--per-layer needs the numpy executor; leave out --armnn-runtime")
     if args.verify:
         _verify_kwargs(args)
     elif args.per_layer or args.armnn_runtime:
@@ -506,8 +504,6 @@ def cmd_verify(args, out: _Out) -> int:
         out.info(result.format())
         if not result.ok:
             raise VerificationFailed(result.failure())
-    if args.per_layer and args.armnn_runtime:
-        raise UsageError("--per-layer needs the numpy executor; leave out --armnn-runtime")
     return _run(run, args, out)
 
 

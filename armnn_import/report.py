@@ -15,7 +15,8 @@ class Report:
     source: str = ""
     format: str = ""
     target: str = "19.02"  # the Arm NN release whose format was written
-    nodes: list[dict] = field(default_factory=list)          # {node, op, layers: [...]}
+    # {node, op, layers: [...], outputs: ["layer:slot" or None per output], fused_into / fused}
+    nodes: list[dict] = field(default_factory=list)
     decompositions: dict[str, str] = field(default_factory=dict)  # op -> how it was lowered
     folded: list[str] = field(default_factory=list)          # source nodes folded to constants
     quantization: list[dict] = field(default_factory=list)   # {layer, decision, error, ...}
@@ -29,13 +30,29 @@ class Report:
     float16_network: bool = False  # the frontend asks for a Float16 network (a float16 model)
     # Called with each phase name as the phase starts (the CLI's progress bar); not reported.
     listener: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    _groups: dict = field(default_factory=dict, repr=False, compare=False)  # output -> node entries
 
     def warn(self, msg: str) -> None:
         if msg not in self.warnings:
             self.warnings.append(msg)
 
-    def record(self, node: str, op: str, layers) -> None:
-        self.nodes.append({"node": node, "op": op, "layers": [l.name for l in layers]})
+    def record(self, node: str, op: str, layers, outputs=None) -> None:
+        """A source node and the layers made for it. `outputs`: the Ports (or None) holding its
+        outputs. A node whose first output is a tensor an earlier node already computed (a
+        converter that returns its input, e.g. a QuantizeLinear absorbed into the layer before
+        it, which computes straight into its quantization) is fused with that node: the earlier
+        members get "fused_into" (this node, the group's last), this one "fused" (the earlier)."""
+        entry = {"node": node, "op": op, "layers": [l.name for l in layers]}
+        if outputs is not None:
+            entry["outputs"] = [f"{p.layer.name}:{p.slot}" if p is not None else None for p in outputs]
+            key = entry["outputs"][0] if entry["outputs"] else None
+            group = self._groups.setdefault(key, []) if key is not None else []
+            if group:
+                for earlier in group:
+                    earlier["fused_into"] = node
+                entry["fused"] = [e["node"] for e in group]
+            group.append(entry)
+        self.nodes.append(entry)
 
     def decomposition(self, op: str, how: str) -> None:
         self.decompositions.setdefault(op, how)
@@ -52,7 +69,8 @@ class Report:
 
     def to_dict(self) -> dict:
         """Everything reported, as plain JSON-ready data."""
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "listener"}
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+                if f.name not in ("listener", "_groups")}
 
 
 def io_summary(graph) -> tuple[list[dict], list[dict]]:

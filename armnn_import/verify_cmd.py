@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .errors import ArmnnImportError
-from .ir.graph import Graph, Port
-from .ir.types import DataType, LayerType, TensorInfo
+from .ir.graph import Graph
+from .ir.types import DataType, TensorInfo
 
 
 class VerifyError(ArmnnImportError):
@@ -63,6 +63,7 @@ class Comparison:
     node: str = ""             # --per-layer: the source node and its operator
     op: str = ""
     layer_type: str = ""
+    fused: list = field(default_factory=list)  # --per-layer: earlier source nodes computed by the same tensor
 
     def cells(self) -> tuple[str, ...]:
         return ("x".join(map(str, self.shape)) or "scalar", f"{self.max_abs:.3g}",
@@ -79,6 +80,7 @@ class VerifyResult:
     layers: list[Comparison] | None = None   # --per-layer: each compared intermediate tensor
     first_divergence: Comparison | None = None
     uncompared: int = 0                  # --per-layer: source nodes without a matching .armnn tensor
+    skipped: dict = field(default_factory=dict)  # --per-layer: reason -> the source nodes not compared
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -102,11 +104,16 @@ class VerifyResult:
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head] + rows]
         if self.layers is not None:
             lines.append(f"per layer: {len(self.layers)} tensors compared, {self.uncompared} source nodes "
-                         "without a matching .armnn tensor")
+                         "not compared" + (":" if self.skipped else ""))
+            for reason, names in self.skipped.items():
+                shown = ", ".join(repr(n) for n in names[:5]) + (f", ... ({len(names) - 5} more)"
+                                                                 if len(names) > 5 else "")
+                lines.append(f"  {len(names)} {reason}: {shown}")
             d = self.first_divergence
             lines.append("first diverging layer: " + (
                 "none" if d is None else
-                f"{d.name!r} ({d.layer_type}), output of node {d.node!r} ({d.op}): max abs err "
+                f"{d.name!r} ({d.layer_type}), output of node {d.node!r} ({d.op})"
+                + (f" fused with {', '.join(repr(n) for n in d.fused)}" if d.fused else "") + ": max abs err "
                 f"{d.max_abs:.3g}" + ("" if d.max_rel is None else f", max rel err {d.max_rel:.3g}")
                 + ("" if d.lsb is None else f", {d.lsb:g} LSB")))
         lines.append(f"verify: {'PASS' if self.ok else 'FAIL'} ({self.tolerance})")
@@ -222,15 +229,20 @@ class OnnxSource:
         return self._nodes
 
     def intermediates(self, arrays) -> dict:
-        """Each node's first output: the names become extra graph outputs."""
+        """Each node's first output: the names become extra graph outputs. An 8-bit tensor
+        comes with its quantization (from verify_layers.onnx_quantization)."""
         import onnx
+
+        from .verify_layers import onnx_quantization
         model = self._model()
         have = {o.name for o in model.graph.output}
         model.graph.output.extend(onnx.ValueInfoProto(name=n.output) for n in self.nodes if n.output not in have)
         session = self._session(model.SerializeToString(), optimize=False)
         names = [o.name for o in session.get_outputs()]
         values = session.run(names, {s.name: a for s, a in zip(self.inputs, arrays)})
-        return {k: (v, None) for k, v in zip(names, values) if isinstance(v, np.ndarray)}
+        quant = onnx_quantization(model.graph)
+        return {k: (v, quant.get(k) if v.dtype in (np.uint8, np.int8) else None)
+                for k, v in zip(names, values) if isinstance(v, np.ndarray)}
 
 
 class TFLiteSource:
@@ -590,8 +602,6 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     model's input order, or paths of .npy files / one .npz; default seeded
     random. `report`: the conversion report (Report, its dict, or a JSON path),
     for layouts and, with per_layer, the node -> layers map."""
-    if per_layer and armnn_runtime:
-        raise VerifyError("--per-layer needs the numpy executor (an Arm NN runner shows no intermediate tensors)")
     report = _report_dict(report)
     src = source_model(source, source_format)
     graph, data = _armnn(armnn)
@@ -619,8 +629,21 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     feed = [feed[order[id(l)]] for l in graph.input_layers]
 
     ref = src.run(arrays)
-    values = None
-    if armnn_runtime:
+    values, notes, nodes = None, [], None
+    if per_layer:
+        nodes = (report or {}).get("nodes")
+        if not nodes:
+            notes.append("per layer: node -> layers map from converting the source again (default options)")
+            from .api import convert
+            nodes = convert(source).report.to_dict()["nodes"]
+    if armnn_runtime and per_layer:
+        # every tensor a source node's output is compared with becomes an extra network output
+        from .verify_layers import probed_ports, runtime_values
+        values = runtime_values(lambda d: _run_runtime(armnn_runtime, d, feed), graph,
+                                probed_ports(graph, nodes), feed)
+        got = [values[l.inputs[0]] for l in out_layers]
+        engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
+    elif armnn_runtime:
         got_all = _run_runtime(armnn_runtime, data, feed)
         got = [got_all[graph.output_layers.index(l)] for l in out_layers]
         engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
@@ -643,14 +666,10 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
         if layer.name in out_perm:
             ways = ways[:1]  # the report says which layout the output has
         comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways))
-    result = VerifyResult(comps, tolerance, how, engines)
+    result = VerifyResult(comps, tolerance, how, engines, notes=notes)
     if per_layer:
-        nodes = (report or {}).get("nodes")
-        if not nodes:
-            result.notes.append("per layer: node -> layers map from converting the source again (default options)")
-            from .api import convert
-            nodes = convert(source).report.to_dict()["nodes"]
-        _per_layer(result, src, arrays, graph, values, nodes, tolerance)
+        from .verify_layers import per_layer as _per_layer
+        _per_layer(result, src, arrays, graph, values, nodes, tolerance, (report or {}).get("folded", []))
     return result
 
 
@@ -668,61 +687,3 @@ def _report_dict(report) -> dict | None:
     if not isinstance(d, dict) or "nodes" not in d:
         raise VerifyError(f"{report}: not a conversion report of one model (armnn-import --report)")
     return d
-
-
-def _per_layer(result: VerifyResult, src, arrays, graph: Graph, values: dict, nodes: list[dict],
-               tol: Tolerance) -> None:
-    """Compare each source node's output with the .armnn tensor of the last
-    layer the report records for it (the last one still in the file: passes
-    remove some, e.g. a Permute back to the model's layout), and name the
-    first layer that diverges."""
-    inter = src.intermediates(arrays)
-    layers = {l.name: l for l in graph.layers if l.outputs and l.type != LayerType.Input}
-    last = {n["node"]: next((layers[x] for x in reversed(n["layers"]) if x in layers), None)
-            for n in nodes if n.get("layers")}
-    comps: dict[str, Comparison] = {}
-    for node in src.nodes:
-        if node.n_outputs != 1:  # which layer computes which output is not recorded
-            continue
-        layer = last.get(node.name)
-        port = Port(layer, 0) if layer is not None and layer.outputs else None
-        if port is None or port not in values or node.output not in inter:
-            continue
-        ref, quant = inter[node.output]
-        got = values[port]
-        ways = _reshapings(got.shape, np.shape(ref))
-        if not ways:
-            continue
-        # `ways` maps .armnn -> source here; compare() wants source -> .armnn
-        c = compare(layer.name, ref, quant, got, layer.outputs[0], tol, [_inverse(w) for w in ways])
-        c.node, c.op, c.layer_type = node.name, node.op, layer.type.name
-        comps[node.name] = c
-    result.layers = [comps[n.name] for n in src.nodes if n.name in comps]
-    result.uncompared = len(src.nodes) - len(comps)
-    by_name = {n.name: n for n in src.nodes}
-    for node in src.nodes:
-        c = comps.get(node.name)
-        if c is None or c.ok:
-            continue
-        after = _next_compared(node, by_name, comps)
-        if after and all(comps[n].ok for n in after):
-            # the error is gone one step later: a pass rewrote this layer together with the
-            # next (e.g. a BatchNormalization's scale folded into the convolution's weights)
-            continue
-        result.first_divergence = c
-        break
-
-
-def _next_compared(node: Node, by_name: dict, comps: dict) -> set[str]:
-    """The nearest compared nodes downstream of `node`."""
-    found, seen, stack = set(), set(), list(node.consumers)
-    while stack:
-        n = stack.pop()
-        if n in seen or n not in by_name:
-            continue
-        seen.add(n)
-        if n in comps:
-            found.add(n)
-        else:
-            stack.extend(by_name[n].consumers)
-    return found

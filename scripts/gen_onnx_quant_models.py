@@ -1,8 +1,11 @@
 """Generate the quantized ONNX reference models in test_models/onnx_quant/.
 
-Three float reference models of test_models/onnx/ (static shapes) are quantized
-with onnxruntime.quantization.quantize_static, calibrated on seeded random
-inputs, in four variants:
+Three float reference models of test_models/onnx/ (static shapes), and
+mobilenetv2_like (built here in torch.nn: MobileNetV2's full depth, all seven
+stages of inverted residuals, at width 0.35; only its float model's input and
+output are kept, in test_models/onnx_quant/float/), are quantized with
+onnxruntime.quantization.quantize_static, calibrated on seeded random inputs,
+in four variants:
 
     qdq_u8    QDQ format,       uint8 activations and weights, per tensor
     qop_u8    QOperator format, uint8 activations and weights, per tensor
@@ -32,7 +35,8 @@ from reference_io import save_npz, onnx_value_info as value_info  # noqa: E402 -
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "test_models" / "onnx"
 OUT = ROOT / "test_models" / "onnx_quant"
-MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small")
+MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small", "mobilenetv2_like")
+BUILT_HERE = {"mobilenetv2_like"}  # float model built here (torch), in test_models/onnx_quant/float/
 VARIANTS = {
     "qdq_u8": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
                    weight_type=QuantType.QUInt8, per_channel=False),
@@ -76,19 +80,82 @@ def quantize(src: Path, dst: Path, seed: int, **variant) -> None:
         quantize_static(str(pre), str(dst), RandomReader(inputs, seed), **variant)
 
 
-def generate(name, variant, out_dir, seed):
-    src_entry = {e["name"]: e for e in json.loads((SRC / "manifest.json").read_text())["models"]}[name]
+def build_mobilenetv2_like(out_dir: Path, tmp: Path, seed: int) -> dict:
+    """MobileNetV2 as torchvision builds it (the paper's seven stages, 17 inverted residuals,
+    ReLU6, residual Adds, global average pool, classifier) at width 0.35, with a last 1x1
+    convolution of 384 channels (torchvision: 1280) and 10 classes to stay small; seeded
+    random weights and BatchNorm statistics (folded by quant_pre_process), exported in
+    eval mode into `tmp`. Keeps its seeded input and float output in out_dir/mobilenetv2_like.npz."""
+    import io
+
+    import torch
+    from gen_onnx_models import InvertedResidual, conv_bn, randomize, strip_initializer_identities
+    from torch import nn
+
+    def divisible(v, d=8):  # torchvision's _make_divisible
+        n = max(d, int(v + d / 2) // d * d)
+        return n + d if n < 0.9 * v else n
+
+    class MobileNetV2Like(nn.Module):
+        CONFIG = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                  (6, 160, 3, 2), (6, 320, 1, 1)]
+
+        def __init__(self, width=0.35, last=384, classes=10):
+            super().__init__()
+            cin = divisible(32 * width)
+            layers = [conv_bn(3, cin, 3, 2, act=nn.ReLU6)]
+            for t, c, n, s in self.CONFIG:
+                for i in range(n):
+                    layers.append(InvertedResidual(cin, divisible(c * width), s if i == 0 else 1, t))
+                    cin = divisible(c * width)
+            layers.append(conv_bn(cin, last, 1, act=nn.ReLU6))
+            self.features = nn.Sequential(*layers)
+            self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(last, classes))
+
+        def forward(self, x):
+            x = nn.functional.adaptive_avg_pool2d(self.features(x), 1)
+            return self.classifier(torch.flatten(x, 1))
+
+    torch.manual_seed(seed)
+    model = randomize(MobileNetV2Like(), seed)
+    shape = (1, 3, 80, 80)  # 3x3 before the average pool
+    buf = io.BytesIO()
+    torch.onnx.export(model, (torch.zeros(shape),), buf, dynamo=False, opset_version=13,
+                      do_constant_folding=True, input_names=["input"], output_names=["output"])
+    proto = onnx.load_from_string(buf.getvalue())
+    strip_initializer_identities(proto)
+    proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
+    onnx.checker.check_model(proto, full_check=True)
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    onnx.save(proto, tmp / "mobilenetv2_like.onnx")
+    got = ort_session(tmp / "mobilenetv2_like.onnx").run(None, {"input": x})[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-4)
+    save_npz(out_dir / "mobilenetv2_like.npz", {"input_0": x, "output_0": got})
+    return {"file": "mobilenetv2_like.onnx", "data": "mobilenetv2_like.npz", "model_dir": tmp}
+
+
+def generate(name, variant, out_dir, seed, built=None):
+    if name in BUILT_HERE:
+        src_entry, src_dir = built, built["model_dir"]
+    else:
+        src_entry = {e["name"]: e for e in json.loads((SRC / "manifest.json").read_text())["models"]}[name]
+        src_dir = SRC
     qname = f"{name}_{variant}"
     path = out_dir / f"{qname}.onnx"
-    quantize(SRC / src_entry["file"], path, seed, **VARIANTS[variant])
+    quantize(src_dir / src_entry["file"], path, seed, **VARIANTS[variant])
     proto = onnx.load(path)
     onnx.checker.check_model(proto)
-    x = np.load(SRC / src_entry["data"])["input_0"]
+    x = np.load((out_dir / "float" if name in BUILT_HERE else src_dir) / src_entry["data"])["input_0"]
     outputs = ort_session(path).run(None, {proto.graph.input[0].name: x})
     save_npz(out_dir / f"{qname}.npz", {"input_0": x} | {f"output_{i}": o for i, o in enumerate(outputs)})
     opts = VARIANTS[variant]
     return {
         "name": qname, "file": path.name, "data": f"{qname}.npz", "source": src_entry["file"],
+        # a float model built here: only its input and float output are stored (source_dir)
+        **({"source_dir": "onnx_quant/float"} if name in BUILT_HERE else {}),
         "format": opts["quant_format"].name, "activation_type": opts["activation_type"].name,
         "weight_type": opts["weight_type"].name, "per_channel": opts["per_channel"],
         "calibration": {"samples": CALIBRATION_SAMPLES, "seed": seed, "distribution": "standard normal"},
@@ -113,12 +180,14 @@ def main():
     for seed, name in enumerate(MODELS):
         if args.only and name not in args.only:
             continue
-        for variant in VARIANTS:
-            start = time.perf_counter()
-            e = generate(name, variant, args.out, seed)
-            entries[e["name"]] = e
-            print(f"{e['name']}: {e['size_bytes'] / 1e6:.2f} MB, {time.perf_counter() - start:.1f} s, "
-                  f"ops {' '.join(e['op_types'])}")
+        with tempfile.TemporaryDirectory() as tmp:
+            built = build_mobilenetv2_like(args.out / "float", Path(tmp), seed) if name in BUILT_HERE else None
+            for variant in VARIANTS:
+                start = time.perf_counter()
+                e = generate(name, variant, args.out, seed, built)
+                entries[e["name"]] = e
+                print(f"{e['name']}: {e['size_bytes'] / 1e6:.2f} MB, {time.perf_counter() - start:.1f} s, "
+                      f"ops {' '.join(e['op_types'])}")
     manifest = {"generator": "scripts/gen_onnx_quant_models.py", "onnxruntime": ort.__version__,
                 "onnx": onnx.__version__, "models": [entries[n] for n in order if n in entries]}
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")

@@ -162,6 +162,20 @@ def _(r, q):
     return lambda x: tf.nn.relu6(tf.nn.conv2d(x, w, 2, "SAME") + b)
 
 
+# SAME padding with a fused activation (issue 17): per-channel int8 weights were requantized
+# per tensor, 2 levels off; with conv_2d_same_stride2 (3x3, stride 2, RELU6) these cover the set.
+@case("conv_2d_same_relu", ["CONV_2D"], [X((1, 8, 9, 5))])
+def _(r, q):
+    w, b = q.w(W(r, 3, 3, 5, 6)), C(W(r, 6))
+    return lambda x: tf.nn.relu(tf.nn.conv2d(x, w, 1, "SAME") + b)
+
+
+@case("depthwise_conv_2d_same_relu6", ["DEPTHWISE_CONV_2D"], [X((1, 8, 9, 6))])
+def _(r, q):
+    w, b = q.w(W(r, 3, 3, 6, 1)), C(W(r, 6))
+    return lambda x: tf.nn.relu6(tf.nn.depthwise_conv2d(x, w, [1, 1, 1, 1], "SAME") + b)
+
+
 @case("conv_2d_stride_2x3", ["CONV_2D"], [X((1, 10, 13, 3))])
 def _(r, q):
     w, b = q.w(W(r, 2, 3, 3, 5)), C(W(r, 5))
@@ -222,6 +236,13 @@ def _(r, q):
 
 
 @case("average_pool_2d_same", ["AVERAGE_POOL_2D"], [X((1, 7, 9, 5))])
+def _(r, q):
+    return lambda x: tf.nn.avg_pool2d(x, 3, 2, "SAME")
+
+
+# even sizes: windows of 4 and 6 valid elements at the edges, whose averages often tie (LiteRT
+# rounds them half up in uint8 levels, half away from zero in int8; issue 17)
+@case("average_pool_2d_same_even", ["AVERAGE_POOL_2D"], [X((1, 8, 10, 4))])
 def _(r, q):
     return lambda x: tf.nn.avg_pool2d(x, 3, 2, "SAME")
 

@@ -16,6 +16,11 @@ WEIGHT_WARN = 0.02
 # At most this many constant input channels carry a convolution's bias (see quant_conv2d_nchw).
 MAX_BIAS_PLANES = 16
 MAX_GROUPS = 64  # grouped convolutions split into at most this many
+# Per-channel 8-bit weights stay exact as at most this many convolutions, one per run of output
+# channels sharing a scale, joined by a Merger (quant_conv2d_nchw); past it they are requantized.
+MAX_CHANNEL_RUNS = 64
+PER_CHANNEL_EXACT = ("per-channel 8-bit weights kept exact: one convolution per run of output channels "
+                     "sharing a scale, joined by a Merger")
 
 
 def requantize(real: np.ndarray) -> tuple[np.ndarray, float, int]:
@@ -110,10 +115,52 @@ def quant_conv2d(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bias, ou
     return nb.batchnorm(y, np.ones(np.size(bias)), bias, axis, f"{name}_bias", quant=out_q)
 
 
-def quant_conv2d_nchw(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bias, out_q, name: str, *,
-                      strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups: int = 1):
+def channel_runs(scales, zero_point: int, cout: int, multiplier: int = 1) -> list | None:
+    """[(first, end, scale)] runs of output channels sharing a per-channel weight scale (split
+    at every `multiplier` channels, so that a depthwise run reads one input channel), or None
+    when per-channel weights cannot stay exact: too many runs, or a scale that is not finite
+    and positive."""
+    s = np.asarray(scales, np.float32).reshape(-1)
+    if s.size != cout or not np.all(np.isfinite(s)) or np.any(s <= 0) or not 0 <= zero_point <= 255:
+        return None
+    cuts = sorted({0, cout} | {i for i in range(1, cout) if s[i] != s[i - 1] or
+                               (multiplier > 1 and i % multiplier == 0)})
+    runs = [(a, b, float(s[a])) for a, b in zip(cuts[:-1], cuts[1:])]
+    return runs if len(runs) <= MAX_CHANNEL_RUNS else None
+
+
+def _runs(w_quant, cout: int) -> list:
+    scale = w_quant[0]
+    if np.ndim(scale):
+        return channel_runs(scale, w_quant[1], cout)
+    return [(0, cout, float(scale))]
+
+
+MERGER_FAN_IN = 8  # CpuRef's Merger looks through every view for each element: join in a tree
+
+
+def _joined(nb, parts: list, axis: int, name: str, out_q) -> Port:
+    """One run's result as is; several joined by a Merger named after the node (a tree of
+    Mergers of at most MERGER_FAN_IN inputs each: CpuRef runs it faster than one wide Merger)."""
+    level = 0
+    while len(parts) > MERGER_FAN_IN:
+        parts = [parts[i] if len(parts[i:i + MERGER_FAN_IN]) == 1 else
+                 nb.concat(parts[i:i + MERGER_FAN_IN], axis, f"{name}_join{level}_{i}", quant=out_q)
+                 for i in range(0, len(parts), MERGER_FAN_IN)]
+        level += 1
+    return parts[0] if len(parts) == 1 else nb.concat(parts, axis, name, quant=out_q)
+
+
+def quant_conv2d_nchw(nb, x, w_oihw: np.ndarray, w_quant: tuple, bias, out_q, name: str, *,
+                      strides=(1, 1), pads=(0, 0, 0, 0), dilations=(1, 1), groups: int = 1,
+                      requantized=None):
     """quant_conv2d for NCHW x, adding the bias inside the layer where possible, so
-    that the output is rounded once (as int32-bias runtimes do) instead of twice:
+    that the output is rounded once (as int32-bias runtimes do) instead of twice.
+    w_quant = (scale, offset), or (per-output-channel scales, offset) with
+    `requantized()` giving per-tensor (weights, (scale, offset)) as the fallback:
+    per-channel weights stay exact as one convolution per run of channels sharing
+    a scale (channel_runs), all reading the same prepared input, joined by a Merger
+    (ungrouped and depthwise, undilated; else requantized). The lowerings:
     - a 1x1 convolution without padding is a FullyConnected (int32 bias) over the
       channels, strided by a StridedSlice first;
     - another ungrouped convolution gets extra input channels holding a constant
@@ -127,6 +174,11 @@ def quant_conv2d_nchw(nb, x, w_oihw: np.ndarray, w_quant: tuple[float, int], bia
     w_oihw = np.ascontiguousarray(w_oihw)
     bias = None if bias is None or not np.any(bias) else np.asarray(bias, np.float64).reshape(-1)
     cin = x.info.shape[1]
+    if np.ndim(w_quant[0]):
+        y = _per_channel(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads, dilations, groups)
+        if y is not None:
+            return y
+        w_oihw, w_quant = requantized()
     y = None
     if bias is not None and tuple(dilations) == (1, 1) and not nb.g.target.at_least("20.08"):
         if groups == 1 and w_oihw.shape[2:] == (1, 1) and not any(pads):
@@ -149,9 +201,15 @@ def _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides):
     n, c, h, w = x.info.shape
     rows = nb.reshape(nb.permute(x, (0, 2, 3, 1), f"{name}_to_nhwc"), (n * h * w, c), f"{name}_rows")
     cout = w_oihw.shape[0]
-    weights = ConstTensor(w_oihw.reshape(cout, c), TensorInfo((cout, c), DataType.QuantisedAsymm8, *w_quant))
-    b = bias_int32(bias, float(np.float32(x.info.scale) * np.float32(w_quant[0])))
-    y = nb.fully_connected(rows, weights, b, name, quant=out_q)
+    runs = _runs(w_quant, cout)
+    parts = []
+    for a, b, s in runs:
+        weights = ConstTensor(w_oihw[a:b].reshape(b - a, c),
+                              TensorInfo((b - a, c), DataType.QuantisedAsymm8, s, w_quant[1]))
+        bb = bias_int32(bias[a:b], float(np.float32(x.info.scale) * np.float32(s)))
+        parts.append(nb.fully_connected(rows, weights, bb, name if len(runs) == 1 else f"{name}_c{a}",
+                                        quant=out_q))
+    y = _joined(nb, parts, 1, name, out_q)
     nb.report.decomposition("quantized 1x1 convolution with bias", "FullyConnected over the channels "
                             "(int32 bias, one rounding) between Permutes")
     return nb.permute(nb.reshape(y, (n, h, w, cout), f"{name}_nhwc"), (0, 3, 1, 2), f"{name}_to_nchw")
@@ -210,8 +268,11 @@ def _bias_channel_conv(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads)
     nb.report.decomposition("quantized convolution with bias", "extra input channels holding a constant "
                             "(Pad and Addition), whose weights sum to the bias (one rounding); padding "
                             "made explicit first")
-    return nb.conv2d(xc, w, None, name, strides=strides, quant=out_q,
-                     weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *w_quant))
+    runs = _runs(w_quant, cout)
+    return _joined(nb, [nb.conv2d(xc, w[a:b], None, name if len(runs) == 1 else f"{name}_c{a}", strides=strides,
+                                  quant=out_q, weight_info=TensorInfo(w[a:b].shape, DataType.QuantisedAsymm8,
+                                                                      s, w_quant[1]))
+                        for a, b, s in runs], 1, name, out_q)
 
 
 def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads):
@@ -243,8 +304,49 @@ def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pad
     nb.report.decomposition("quantized depthwise convolution with bias", "rows holding a constant "
                             "(Pad and Addition) interleaved with the input's, read "
                             "by extra kernel rows whose weights sum to the bias (one rounding)")
-    return nb.conv2d(rows, w, None, name, strides=(r * strides[0], strides[1]), groups=x.info.shape[1],
-                     quant=out_q, weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *w_quant))
+    return _depthwise_runs(nb, rows, w, w_quant, out_q, name, (r * strides[0], strides[1]))
+
+
+def _depthwise_runs(nb, x, w, w_quant, out_q, name, strides, pads=(0, 0, 0, 0)):
+    """A depthwise convolution of NCHW x, one per run of channels sharing a weight scale (on
+    the input channels it reads), joined by a Merger."""
+    c = x.info.shape[1]
+    mult = w.shape[0] // c
+    runs = [(0, w.shape[0], float(w_quant[0]))] if not np.ndim(w_quant[0]) else \
+        channel_runs(w_quant[0], w_quant[1], w.shape[0], mult)
+    parts = []
+    for a, b, s in runs:
+        i0, i1 = a // mult, (b - 1) // mult + 1
+        xs = x if (i0, i1) == (0, c) else nb.take(x, 1, i0, i1, f"{name}_in{a}")
+        parts.append(nb.conv2d(xs, w[a:b], None, name if len(runs) == 1 else f"{name}_c{a}", strides=strides,
+                               pads=pads, groups=i1 - i0, quant=out_q,
+                               weight_info=TensorInfo(w[a:b].shape, DataType.QuantisedAsymm8, s, w_quant[1])))
+    return _joined(nb, parts, 1, name, out_q)
+
+
+def _per_channel(nb, x, w, w_quant, bias, out_q, name, strides, pads, dilations, groups):
+    """Exact per-channel weights (see quant_conv2d_nchw), or None."""
+    cout, cin = w.shape[0], x.info.shape[1]
+    depthwise = groups == cin and w.shape[1] == 1 and cout % cin == 0
+    mult = cout // cin if depthwise else 1
+    if tuple(dilations) != (1, 1) or not (groups == 1 or depthwise) or \
+            channel_runs(w_quant[0], w_quant[1], cout, mult) is None:
+        return None
+    if bias is not None and groups == 1 and w.shape[2:] == (1, 1) and not any(pads):
+        y = _pointwise_fc(nb, x, w, w_quant, bias, out_q, name, strides)
+    elif bias is not None:
+        y = (_bias_channel_conv if groups == 1 else _bias_rows_depthwise)(nb, x, w, w_quant, bias, out_q, name,
+                                                                          strides, pads)
+    elif groups == 1:
+        y = _joined(nb, [nb.conv2d(x, w[a:b], None, f"{name}_c{a}", strides=strides, pads=pads, quant=out_q,
+                                   weight_info=TensorInfo(w[a:b].shape, DataType.QuantisedAsymm8, s, w_quant[1]))
+                         for a, b, s in _runs(w_quant, cout)], 1, name, out_q)
+    else:
+        y = _depthwise_runs(nb, x, w, w_quant, out_q, name, strides, pads)
+    if y is not None:
+        nb.report.decomposition("quantized convolution with per-channel weights", "one convolution per run of "
+                                "output channels sharing a weight scale (exact 8-bit weights), joined by a Merger")
+    return y
 
 
 def _levels_constant(nb, x, levels, shape, name):
@@ -270,3 +372,4 @@ def _grouped(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads, groups):
             return None
         parts.append(y)
     return nb.concat(parts, 1, name, quant=out_q)
+

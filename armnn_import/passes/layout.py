@@ -91,6 +91,9 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     sources = [p.layer for p in layer.inputs]
     if any(s.type != LayerType.Permute for s in sources):
         return False
+    if any((s.outputs[0].scale, s.outputs[0].offset) != (s.inputs[0].info.scale, s.inputs[0].info.offset)
+           for s in sources):
+        return False  # a Permute that relabels its bytes' quantization (see tflite AVERAGE_POOL_2D)
     perm = _perm(sources[0])
     if any(_perm(s) != perm for s in sources):
         return False

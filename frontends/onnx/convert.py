@@ -539,7 +539,8 @@ class Converter(LoweringContext):
                         self.bool_float.add(v)  # e.g. a Reshape of a mask
                     self._check_port(node, name, v)
                 self.values[name] = v
-        self.report.record(node.name, node.op, self.g.layers[first:])
+        self.report.record(node.name, node.op, self.g.layers[first:],
+                           [v if isinstance(v, Port) else None for v in outs])
 
     def _fold_size_guard(self, node) -> None:
         """Refuse to fold into absurdly large constants (a hostile ConstantOfShape, Range,

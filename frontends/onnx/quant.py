@@ -36,7 +36,7 @@ from onnx import numpy_helper
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import requantize_weights
+from armnn_import.lowering.quant import PER_CHANNEL_EXACT, requantize_weights
 from armnn_import.registry import OpEntry
 
 MS_DOMAIN = "com.microsoft"
@@ -232,6 +232,26 @@ class QuantState:
         data, s, offset = requantize_weights(self.report, layer, tensor, np.asarray(real, np.float32), axis,
                                              decision)
         return data, (s, offset)
+
+    def conv_weights(self, layer: str, tensor: str, real: np.ndarray, src=None):
+        """weights_u8 for OIHW convolution weights, except that per-channel 8-bit weights (one
+        scale per output channel, one zero point) stay exact: (data, (scales, offset), fallback)
+        for quant_conv2d_nchw, which splits the layer by scale, or calls fallback() for
+        weights_u8's requantized ones where it cannot. fallback is None for per-tensor weights."""
+        if src is not None:
+            q, scale, zp, axis = src[:4]
+            s, z = np.asarray(scale, np.float32).reshape(-1), np.asarray(zp).reshape(-1)
+            if (s.size > 1 and s.size == np.shape(q)[0] and axis % np.ndim(q) == 0 and np.all(z == z[0])
+                    and np.asarray(q).dtype in (np.int8, np.uint8)):
+                data, shift = to_uint8(np.asarray(q))
+                entry = {"layer": layer, "tensor": tensor, "decision": PER_CHANNEL_EXACT}
+                self.report.quantization.append(entry)
+
+                def fallback():
+                    self.report.quantization.remove(entry)
+                    return self.weights_u8(layer, tensor, real, src, 0)
+                return data, (s, int(z[0]) + shift), fallback
+        return self.weights_u8(layer, tensor, real, src, 0) + (None,)
 
     def note_dequantized(self, tensor: str) -> None:
         self.report.quantization.append({"tensor": tensor,

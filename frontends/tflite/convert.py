@@ -442,7 +442,8 @@ class Ctx:
                 if i not in self.ports and i not in self.folded and self.consumers.get(i):
                     raise ConversionError(f"{op.op} (node {self.node(op)!r}) left output "
                                           f"{self.t(i).name!r} undefined (converter bug)")
-            self.report.record(self.node(op), op.op, self.g.layers[before:])
+            self.report.record(self.node(op), op.op, self.g.layers[before:],
+                               [self.ports.get(i) for i in op.outputs])
         if problems:
             raise UnsupportedModelError(problems)
         self._outputs()

@@ -24,10 +24,15 @@ from armnn_import.errors import UnsupportedModelError
 from armnn_import.ir.types import DataType, LayerType
 
 MODELS_DIR = Path(__file__).resolve().parents[2] / "test_models" / "onnx_quant"
-FLOAT_DIR = MODELS_DIR.parent / "onnx"
 MANIFEST = json.loads((MODELS_DIR / "manifest.json").read_text())
 ENTRIES = {e["name"]: e for e in MANIFEST["models"]}
 MAX_BYTES = 600_000
+
+
+def float_data(e) -> dict:
+    """The float model's stored input and output (test_models/onnx/, or onnx_quant/float/ for a
+    model the quantized generator builds itself)."""
+    return np.load(MODELS_DIR.parent / e.get("source_dir", "onnx") / (e["source"][:-5] + ".npz"))
 
 
 # -- helpers ---------------------------------------------------------------------------------------
@@ -230,7 +235,7 @@ def test_reference_model_matches_manifest(name):
     onnx.checker.check_model(m)
     assert sorted({(n.domain + "." if n.domain else "") + n.op_type for n in m.graph.node}) == e["op_types"]
     data = np.load(MODELS_DIR / e["data"])
-    np.testing.assert_array_equal(data["input_0"], np.load(FLOAT_DIR / (e["source"][:-5] + ".npz"))["input_0"])
+    np.testing.assert_array_equal(data["input_0"], float_data(e)["input_0"])
     out = session(path).run(None, {m.graph.input[0].name: data["input_0"]})[0]
     np.testing.assert_array_equal(out, data["output_0"])
 
@@ -254,6 +259,11 @@ def test_per_tensor_model_mean_error_at_most_one_level(armnn_runner, name):
     assert not any(l.outputs and l.outputs[0].dtype == DataType.Float32 for l in result.network.layers)
 
 
+# MobileNetV2's full depth: 29 layers of more than MAX_CHANNEL_RUNS channels keep requantized
+# weights (up to 7.6% of a channel's range off); measured mean 5.5 levels.
+PER_CHANNEL_MEAN_LEVELS = {"mobilenetv2_like_qdq_s8pc": 6}
+
+
 @pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["per_channel"]))
 def test_per_channel_model_runs_with_requantization_reported(armnn_runner, name):
     result, got, expected = _reference_errors(armnn_runner, name)
@@ -266,7 +276,7 @@ def test_per_channel_model_runs_with_requantization_reported(armnn_runner, name)
     assert entries and all("per-channel" in q["decision"] for q in entries)
     assert {q["layer"] for q in entries if q["worst_error"] > 0.02} == {x.split(":")[0] for x in warned}
     # requantized weights cost accuracy, but the network still follows the model
-    assert err.mean() <= 4 and err.max() <= 16
+    assert err.mean() <= PER_CHANNEL_MEAN_LEVELS.get(name, 4) and err.max() <= 16
     np.testing.assert_allclose(np.corrcoef(got[0].reshape(-1).astype(np.float64), expected.reshape(-1))[0, 1],
                                1.0, atol=0.02)
 
@@ -288,7 +298,7 @@ def test_dequantize_option_gives_float_network(armnn_runner, name):
     diff = np.abs(got[0].reshape(expected.shape) - expected) / scale
     assert diff.mean() <= 3 and diff.max() <= 8
     # ... and the float model's, up to the quantization error
-    float_out = np.load(FLOAT_DIR / (e["source"][:-5] + ".npz"))["output_0"]
+    float_out = float_data(e)["output_0"]
     assert np.abs(got[0].reshape(expected.shape) - float_out).max() <= 0.1 * np.abs(float_out).max()
 
 
@@ -320,3 +330,27 @@ def test_quantize_inside_float_model_refused_with_hint():
     assert "--dequantize" in err.value.problems[0].hint
     result = armnn_import.convert(m, dequantize=True)
     assert result.report.inputs[0]["dtype"] == "Float32"
+
+
+def test_global_average_pool_ties_round_to_even(armnn_runner):
+    """QLinearGlobalAveragePool over 2x2 into its input's quantization (as after a ReLU6):
+    a quarter of the means are ties, which onnxruntime rounds half to even and Arm NN's Mean
+    half away from the zero point; the lowering picks the even one (lowering/quant.py
+    mean_half_even): every value equal, for an even and an odd zero point."""
+    shape = [1, 64, 2, 2]
+    for zp in (0, 7):
+        c = [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             numpy_helper.from_array(np.array(zp, np.uint8), "z")]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+                 helper.make_node("QLinearGlobalAveragePool", ["q", "s", "z", "s", "z"], ["p"], domain="com.microsoft"),
+                 helper.make_node("DequantizeLinear", ["p", "s", "z"], ["y"])]
+        g = helper.make_graph(nodes, "gap", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 1, 1])], c)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13), helper.make_opsetid("com.microsoft", 1)])
+        x = np.random.default_rng(5).uniform(0, 5, shape).astype(np.float32)
+        result, got, plain, fast = run_both(armnn_runner, m, [x])
+        assert "quantized mean rounded half to even" in result.report.decompositions
+        levels = np.round(x / 0.05).reshape(64, 4).sum(axis=1)  # levels above the zero point: ties at 2 mod 4
+        assert np.sum(levels % 4 == 2) > 8
+        for expected in (plain, fast):
+            assert lsb_errors(result, got, expected).max() == 0

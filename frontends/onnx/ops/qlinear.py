@@ -14,6 +14,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import ConstTensor, DataType, PoolingAlgorithm, TensorInfo
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.qround import mean_half_even
 from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
 
 from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qdq, qparams
@@ -94,7 +95,7 @@ def dequantize_linear(ctx, node):
 
 
 # -- convolution -------------------------------------------------------------------------------------
-def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
+def _conv(ctx, node, x: Port, w, bias, yq, wq=None, requantized=None) -> Port:
     """Convolution of x with OIHW (or OIL) weights w: float32, or uint8 with (scale, offset) wq."""
     x, nd = _to_4d(ctx, x, node)
     groups = int(ctx.attr(node, "group", 1))
@@ -107,8 +108,11 @@ def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
         y = ctx.b.conv2d(x, w.astype(np.float32), bias, ctx.name(node), strides=strides, pads=pads,
                          dilations=dil, groups=groups)
     else:
+        def fallback():  # requantized per-tensor weights, brought to 4-D as w was
+            data, q = requantized()
+            return _conv_operands(x, data, bias, nd, groups), q
         y = quant_conv2d_nchw(ctx.b, x, w, wq, bias, yq, ctx.name(node), strides=strides, pads=pads,
-                              dilations=dil, groups=groups)
+                              dilations=dil, groups=groups, requantized=requantized and fallback)
     return _back(ctx, y, nd, node)
 
 
@@ -116,7 +120,8 @@ def _conv(ctx, node, x: Port, w, bias, yq, wq=None) -> Port:
                                           "Reshape", "Pad", "Addition", "StridedSlice", "SpaceToBatchNd",
                                           "BatchToSpaceNd", "Merger", "BatchNormalization"),
           check=all_checks(needs_const(1, 2, 3, 4, 5, 6, 7, 8, what="weights/parameters"), _spatial_rank_check),
-          notes="per-channel weights requantized per tensor (reported); the bias inside the layer "
+          notes="per-channel weights exact as one convolution per run of channels sharing a scale (up to "
+                "64, joined by Mergers), else requantized per tensor (reported); the bias inside the layer "
                 "(FullyConnected for 1x1, extra constant input channels or rows), else a BatchNormalization")
 def qlinear_conv(ctx, node):
     x = _qport(ctx, node, 0, 1, 2)
@@ -130,8 +135,8 @@ def qlinear_conv(ctx, node):
     if ctx.quant.dequantize:
         ctx.quant.note_dequantized(node.inputs[3])
         return _saturate(ctx, node, _conv(ctx, node, x, real, bias, None), 6, 7)
-    wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[3], real, (w, ws, wz), 0)
-    return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq)
+    wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[3], real, (w, ws, wz, 0))
+    return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq, fallback)
 
 
 @qdq("Conv")
@@ -139,8 +144,9 @@ def qdq_conv(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     real = ctx.const(node, 1, "weights").astype(np.float32)
     bias = ctx.const(node, 2, "bias").reshape(-1) if ctx.has(node, 2) else None
-    wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[1], real, ctx.quant.weight(ctx, node.inputs[1]), 0)
-    return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq)
+    wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[1], real,
+                                               ctx.quant.weight(ctx, node.inputs[1]))
+    return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq, fallback)
 
 
 # -- matrix products ---------------------------------------------------------------------------------
@@ -368,6 +374,11 @@ def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
         return mean(ctx, x, axes, ctx.name(node))
     if rank > 4:
         raise Unsupported("global pooling of a quantized tensor of more than 4 dimensions")
+    count = int(np.prod([x.info.shape[a] for a in axes]))
+    if (x.info.scale, x.info.offset) == (float(np.float32(yq[0])), yq[1]) and count % 2 == 0 and \
+            list(axes) == [rank - 2, rank - 1]:
+        # an even count makes ties, which onnxruntime rounds to even, Arm NN away from the zero point
+        return mean_half_even(ctx.b, x, axes, ctx.name(node))
     return ctx.b.mean(x, axes, True, ctx.name(node), quant=yq)
 
 

@@ -8,7 +8,9 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import quant_conv2d, quant_conv2d_nchw, requantize_weights
+from armnn_import.lowering.qround import relabel
+from armnn_import.lowering.quant import (PER_CHANNEL_EXACT, channel_runs, quant_conv2d, quant_conv2d_nchw,
+                                         requantize_weights)
 
 from .. import quant as Q
 from . import REGISTRY
@@ -71,6 +73,19 @@ def quant_weights(ctx, i: int, axis: int, layer: str) -> tuple[np.ndarray, float
                               else "float weights quantized to per-tensor uint8")
 
 
+def per_channel_weights(ctx, i: int, axis: int):
+    """(uint8 weights in TFLite's layout, per-channel scales, offset) of int8 weights quantized
+    along their output-channel `axis` with one zero point, kept exact (quant_conv2d_nchw splits
+    the layer by scale), or None."""
+    t = ctx.t(i)
+    if (i in ctx.folded or t.data is None or t.quant is None or t.quant.per_tensor or t.type != Q.INT8
+            or len(set(t.quant.zero_point.tolist())) != 1 or t.quant.axis != axis
+            or t.quant.scale.size != t.data.shape[axis]):
+        return None
+    q, offset = Q.to_uint8(t.data, t.quant.zero_point[0], t.type)
+    return q, np.asarray(t.quant.scale, np.float32).reshape(-1), offset
+
+
 def _const_weights(op, ctx, k=1):
     if not ctx.is_const(op.inputs[k]):
         return "weights that are computed at run time (Arm NN's format keeps weights constant)"
@@ -107,16 +122,28 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
         w = to_oihw(float_weights(ctx, wi, name))
         return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
-    wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
+    exact = per_channel_weights(ctx, wi, w_axis)
+    requantized = []
+
+    def fallback():  # per-channel weights the lowering cannot keep exact: one scale per tensor
+        requantized.append(True)
+        r = quant_weights(ctx, wi, w_axis, name)
+        return to_oihw(r[0]), (r[1], r[2])
+    wq, ws, wz = exact if exact is not None else quant_weights(ctx, wi, w_axis, name)
     if bias is not None:
         Q.finite(bias, f"bias {ctx.t(bi).name!r}")
     if nb.g.target.at_least("20.08"):  # the layer takes NHWC and its int32 bias itself
+        if exact is not None:  # (per-axis weights are not written yet: one scale per tensor)
+            wq, ws, wz = quant_weights(ctx, wi, w_axis, name)
         return quant_conv2d(nb, x, to_oihw(wq), (ws, wz), bias, q, name, strides=strides, pads=pads,
                             dilations=dilations, groups=groups, layout=NHWC)
     # the shared lowering adds the bias inside the layer (one rounding, as LiteRT's int32 bias);
     # it takes NCHW, and the layout pass cancels these permutes between convolutions
     y = quant_conv2d_nchw(nb, nb.permute(x, (0, 3, 1, 2), f"{name}_to_nchw"), to_oihw(wq), (ws, wz), bias, q,
-                          name, strides=strides, pads=pads, dilations=dilations, groups=groups)
+                          name, strides=strides, pads=pads, dilations=dilations, groups=groups,
+                          requantized=fallback)
+    if exact is not None and not requantized:
+        ctx.report.quantization.append({"layer": name, "tensor": ctx.t(wi).name, "decision": PER_CHANNEL_EXACT})
     return nb.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
 
 
@@ -124,7 +151,9 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
                    layers=("Convolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
                            "FullyConnected", "Permute", "Reshape", "Pad", "StridedSlice", "Merger", "Activation"),
                    notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an Addition of a per-channel constant, "
-                         "quantized bias inside the layer (FullyConnected for 1x1, constant input channels)")
+                         "quantized bias inside the layer (FullyConnected for 1x1, constant input channels); "
+                         "per-channel int8 weights exact as one convolution per run of channels sharing a scale "
+                         "(up to 64, joined by Mergers), else requantized per tensor")
 def conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
@@ -147,10 +176,12 @@ def conv_2d(ctx, op):
 
 @REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
                    layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
-                           "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation"),
+                           "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation",
+                           "Merger"),
                    notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an "
                          "Addition of a per-channel constant; quantized bias inside the layer (rows of a "
-                         "constant, from a Pad and an Addition, read by extra kernel rows)")
+                         "constant, from a Pad and an Addition, read by extra kernel rows); per-channel int8 "
+                         "weights exact as one convolution per run of channels sharing a scale (up to 64)")
 def depthwise_conv_2d(ctx, op):
     o = op.options
     x = ctx.port(op.inputs[0])
@@ -241,7 +272,9 @@ def _check_fc(op, ctx):
 
 
 @REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
-                   layers=("FullyConnected", "Reshape"), notes="keep_num_dims; optional bias")
+                   layers=("FullyConnected", "Reshape", "Merger"),
+                   notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
+                         "per run of channels sharing a scale (up to 64)")
 def fully_connected(ctx, op):
     o, nb, name = op.options, ctx.nb, ctx.name(op)
     x = ctx.port(op.inputs[0])
@@ -261,14 +294,31 @@ def fully_connected(ctx, op):
         bias = ctx.const(bi) if bi >= 0 else None
         y = nb.fully_connected(x2, float_weights(ctx, wi, name), bias, name)
     else:
-        wq, ws, wz = quant_weights(ctx, wi, 0, name)
-        w = ConstTensor(wq, TensorInfo(wq.shape, DataType.QuantisedAsymm8, ws, wz))
-        bias = None if bi < 0 else Q.bias_int32(Q.finite(ctx.const(bi), f"bias {ctx.t(bi).name!r}"),
-                                                float(np.float32(x.info.scale * ws)))
-        y = nb.fully_connected(x2, w, bias, name, quant=q)
+        y = _quant_fc(ctx, x2, wi, bi, name, q)
     shape = x.info.shape[:-1] + (out_c,) if o.get("keep_num_dims") else (rows, out_c)
     y = nb.reshape(y, shape, f"{name}_shape")
     ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, q))
+
+
+def _quant_fc(ctx, x2, wi, bi, name, q):
+    """A quantized FULLY_CONNECTED: per-channel int8 weights exact as one FullyConnected per run
+    of output channels sharing a scale (joined by a Merger), else per-tensor weights."""
+    nb = ctx.nb
+    exact = per_channel_weights(ctx, wi, 0)
+    runs = None if exact is None else channel_runs(exact[1], exact[2], exact[0].shape[0])
+    if runs is None:
+        wq, ws, wz = quant_weights(ctx, wi, 0, name)
+        runs = [(0, wq.shape[0], ws)]
+    else:
+        wq, _, wz = exact
+        ctx.report.quantization.append({"layer": name, "tensor": ctx.t(wi).name, "decision": PER_CHANNEL_EXACT})
+    bias = None if bi < 0 else Q.finite(ctx.const(bi), f"bias {ctx.t(bi).name!r}").reshape(-1)
+    parts = []
+    for a, b, s in runs:
+        w = ConstTensor(wq[a:b], TensorInfo(wq[a:b].shape, DataType.QuantisedAsymm8, s, wz))
+        bb = None if bias is None else Q.bias_int32(bias[a:b], float(np.float32(x2.info.scale * s)))
+        parts.append(nb.fully_connected(x2, w, bb, name if len(runs) == 1 else f"{name}_c{a}", quant=q))
+    return parts[0] if len(parts) == 1 else nb.concat(parts, 1, name, quant=q)
 
 
 def _check_pool(op, ctx):
@@ -282,6 +332,26 @@ def _check_l2(op, ctx):
     if ctx.is_quant(op.inputs[0]):
         return "quantized L2 pooling needs float intermediates (Arm NN 20.08 cannot read L2 Pooling2d)"
     return _check_pool(op, ctx)
+
+
+def _quant_average(ctx, op, x, k, strides, pads, q, name):
+    """A quantized AVERAGE_POOL_2D, rounded as LiteRT rounds: the sum of the window's levels
+    divided by its count of valid elements, half away from zero, on the raw int8 values (uint8:
+    half up, on the raw values, all >= 0). Arm NN averages the decoded real values in float and
+    rounds half away from zero relative to the zero point; so the pool runs on the bytes read as
+    scale 1 and zero point 0 (uint8) or 128 (int8, whose raw 0 is uint8 128), where every sum
+    is an exact integer and every tie exact, and the result is read back with the model's."""
+    nb = ctx.nb
+    raw0 = 128 if ctx.t(op.inputs[0]).type == Q.INT8 else 0
+    if (x.info.scale, x.info.offset) != (float(np.float32(q[0])), q[1]):  # LiteRT requires them equal
+        return nb.pool2d(x, PoolingAlgorithm.Average, k, name, strides=strides, pads=pads, layout=NHWC,
+                         exclude_pad=True, quant=q)
+    y = nb.pool2d(relabel(nb, x, (1.0, raw0), f"{name}_raw"), PoolingAlgorithm.Average, k, f"{name}_pool",
+                  strides=strides, pads=pads, layout=NHWC, exclude_pad=True, quant=(1.0, raw0))
+    ctx.report.decomposition("quantized AVERAGE_POOL_2D", "pooled on the bytes read as scale 1 and zero "
+                             "point 0 (uint8) or 128 (int8), so that Arm NN rounds the average as LiteRT "
+                             "does, between identity Permutes that change only the quantization")
+    return relabel(nb, y, q, name)
 
 
 def _pool(algo):
@@ -299,6 +369,8 @@ def _pool(algo):
                           layout=NHWC, exclude_pad=True)
             y = nb.activation(y, AF.Sqrt, name)
             ctx.report.decomposition("L2_POOL_2D", "Square, average Pooling2d (padding excluded), Sqrt")
+        elif algo == PoolingAlgorithm.Average and q is not None:
+            y = _quant_average(ctx, op, x, k, strides, pads, q, name)
         else:  # TFLite never counts padding: averages divide by the valid elements
             y = nb.pool2d(x, algo, k, name, strides=strides, pads=pads, layout=NHWC, exclude_pad=True, quant=q)
         ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, q))
@@ -306,7 +378,7 @@ def _pool(algo):
 
 
 for _op, _algo, _until, _layers in (
-        ("AVERAGE_POOL_2D", PoolingAlgorithm.Average, 3, ("Pooling2d",)),
+        ("AVERAGE_POOL_2D", PoolingAlgorithm.Average, 3, ("Pooling2d", "Permute")),
         ("MAX_POOL_2D", PoolingAlgorithm.Max, 3, ("Pooling2d",)),
         ("L2_POOL_2D", PoolingAlgorithm.L2, 1, ("Activation", "Pooling2d"))):
     REGISTRY.register(_op, since=1, until=_until, check=_check_pool if _op != "L2_POOL_2D" else _check_l2,
