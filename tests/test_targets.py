@@ -131,3 +131,18 @@ def test_an_operator_of_a_richer_format_is_refused_with_the_target_to_use(tmp_pa
     err = capsys.readouterr().err
     assert "needs the Arm NN 20.08 format" in err and "--target 20.08" in err
     assert cli.main([str(src), "-o", str(tmp_path / "a.armnn"), "--target", "20.08", "-q"]) == 0
+
+
+@pytest.mark.parametrize("name", ["resnet_small", "mobilenetv2_small", "squeezenet_small", "deeplab_aspp"])
+def test_onnx_cnn_in_nhwc_has_no_permute_from_20_08(name, armnn_runner, tmp_path):
+    """--layout nhwc: the input's Permute sinks through the convolutions (which take NHWC from
+    the 20.08 format on) until it meets the output's, and a Permute of unit axes is a Reshape."""
+    from armnn_import.ir.types import LayerType
+    path = ROOT / "onnx" / f"{name}.onnx"
+    out = tmp_path / "m.armnn"
+    _convert_cli(path, out, "--target", "20.08", "--layout", "nhwc", "--report", tmp_path / "r.json")
+    graph = read(out.read_bytes())
+    assert not [l for l in graph.layers if l.type == LayerType.Permute]
+    assert graph.input_layers[0].outputs[0].shape[-1] == 3  # NHWC input
+    check = verify(path, str(out), report=str(tmp_path / "r.json"), armnn_runtime=armnn_runner.path)
+    assert check.ok, check.format()

@@ -264,6 +264,12 @@ class ConstTensor:
         """The array as given, possibly a strided view (for the writer's single copy)."""
         return self._data
 
+    def transposed(self, axes) -> "ConstTensor":
+        """The same values with their axes permuted (numpy.transpose): a view, copied once by the
+        writer. Per-tensor quantization and the storage kind carry over."""
+        view = self._data.transpose(axes)
+        return ConstTensor(view, self.info.with_shape(view.shape), self.storage)
+
     def dequantized(self) -> np.ndarray:
         """The values as float32 (dequantized if quantized)."""
         if self.info.dtype.is_quantized:

@@ -15,6 +15,7 @@ from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constan
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .conv_bias import fold_affine_into_conv
 from .layout import sink_permutes
+from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
 
 PIPELINE = (
@@ -24,6 +25,9 @@ PIPELINE = (
     ("merge_reshapes", merge_reshapes),
     ("merge_duplicates", merge_duplicates),
     ("sink_permutes", sink_permutes),
+    ("permutes_as_reshapes", permutes_as_reshapes),  # richer targets only
+    ("merge_reshapes", merge_reshapes),
+    ("remove_identities", remove_identities),
     ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only

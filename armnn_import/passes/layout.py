@@ -42,14 +42,17 @@ def _flip_layout(desc, perm):
     return None
 
 
-def _rewrite(layer: Layer, perm) -> object | bool:
+_CONVS = (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d)
+
+
+def _rewrite(layer: Layer, perm, target=None) -> object | bool:
     """The descriptor `layer` needs when it reads unpermuted data, True when
     it needs no change, or None when the Permute cannot pass it."""
     t, d = layer.type, layer.desc
     if t in ELEMENTWISE:
         return True
-    if t in LAYOUT_LAYERS:
-        return _flip_layout(d, perm)
+    if t in LAYOUT_LAYERS or (t in _CONVS and target is not None and target.at_least("20.08")):
+        return _flip_layout(d, perm)  # (convolutions: the formats that write their data_layout)
     if t == LayerType.Softmax:
         return True if perm[-1] == len(perm) - 1 else None
     if t == LayerType.Merger:
@@ -97,7 +100,7 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     perm = _perm(sources[0])
     if any(_perm(s) != perm for s in sources):
         return False
-    new_desc = _rewrite(layer, perm)
+    new_desc = _rewrite(layer, perm, graph.target)
     if new_desc is None:
         return False
     out_perm = perm
@@ -107,7 +110,11 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     old = layer.outputs[0]
     graph.set_inputs(layer, [s.inputs[0] for s in sources])
     if new_desc is not True:
-        layer.desc = new_desc
+        if layer.type == LayerType.Convolution2d:  # weights [O, I, kH, kW] <-> [O, kH, kW, I]
+            w = layer.tensors["weights"]
+            axes = (0, 2, 3, 1) if new_desc.data_layout == DataLayout.NHWC else (0, 3, 1, 2)
+            layer.tensors = {**layer.tensors, "weights": w.transposed(axes)}
+        layer.desc = new_desc  # (depthwise weights are [M, C, kH, kW] in both layouts)
     if out_perm is None:
         _touch(graph, layer)
         return True
