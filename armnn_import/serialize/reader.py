@@ -26,6 +26,9 @@ class _Buf:
     def __init__(self, data: bytes):
         self.data = data
         self.size = len(data)
+        # ConstTensor table position -> the ConstTensor read from it: layers that share one
+        # table (the writer writes a shared tensor once) share the object, so it is written once again
+        self.tensors: dict[int, ConstTensor] = {}
 
     def check_len(self, n: int, elem: int, what: str):
         if n < 0 or n * elem > self.size:
@@ -160,7 +163,9 @@ def _read_layer(buf, any_layer, position: int):
     for k in kind.tensors:
         ct = getattr(obj, schema_name(k))()
         if ct is not None:
-            tensors[k] = _const_tensor(buf, ct, f"{what} {k}")
+            if ct._tab.Pos not in buf.tensors:
+                buf.tensors[ct._tab.Pos] = _const_tensor(buf, ct, f"{what} {k}")
+            tensors[k] = buf.tensors[ct._tab.Pos]
         elif k not in kind.optional:
             raise ReadError(f"{what}: missing constant tensor '{k}'")
     layer = Layer(ltype, name, [], outputs, desc, tensors, binding_id)
