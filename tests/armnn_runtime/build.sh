@@ -70,7 +70,7 @@ if [ "$RELEASE" = 23.08 ]; then
 fi
 
 # ============================================================ Arm NN 20.08 on Debian 12
-CXXFLAGS=(-O2 -std=c++14 -fPIC -w)
+CXXFLAGS=(-O2 -std=c++14 -fPIC -w '-DARMNN_HARNESS_RELEASE="20.08"')
 
 # ---------------------------------------------------------------------------- 1. packages
 missing=()
