@@ -1,11 +1,11 @@
-"""Every layer type, in every data type and layout, on the real Arm NN 20.08 runtime.
+"""Every layer type, in every data type and layout, on the real Arm NN 20.08 and 23.08 runtimes.
 
 For each case of tests/layer_cases.py: the written file reads back to the same
 IR, loads and runs on CpuRef, and its outputs equal the numpy executor's
 (float32 within rtol 1e-5, float16 within rtol 1e-3, uint8 within 1, others
 exactly). Combinations Arm NN does not run are listed in layer_cases.py with
-the reason, and checked to fail the way the list says.
-`python tests/layer_table.py` prints the resulting table.
+the reason and the releases they hold on, and checked to fail the way the list
+says. `python tests/layer_table.py [--release 23.08]` prints the resulting table.
 """
 import sys
 from pathlib import Path
@@ -30,8 +30,9 @@ CASES = all_cases()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_layer_on_armnn(case, armnn_runner):
-    kind, why = status(case)
+def test_layer_on_armnn(case, armnn_release_runner):
+    armnn_runner = armnn_release_runner
+    kind, why = status(case, armnn_runner.release)
     graph, inputs = case.build()
     if kind == "not expressible":
         with pytest.raises(GraphError):
@@ -56,9 +57,10 @@ def test_layer_on_armnn(case, armnn_runner):
 
 @pytest.mark.parametrize("dtype", [F32, QA8], ids=lambda d: d.name)
 @pytest.mark.parametrize("layer", RANDOM_LAYERS, ids=lambda t: t.name)
-def test_random_configurations_on_armnn(layer, dtype, armnn_runner):
+def test_random_configurations_on_armnn(layer, dtype, armnn_release_runner):
     """Windows, paddings, strides, masks, blocks and axes drawn at random (fixed seed):
     edge cases of the index arithmetic the hand-written cases may miss."""
+    armnn_runner = armnn_release_runner
     graph, inputs = random_network(layer, dtype, seed=int(layer) * 10 + int(dtype))
     assert len(graph.output_layers) >= 12
     verify(graph)
@@ -116,7 +118,8 @@ def test_gather_index_out_of_range_is_an_error():
         run(g, [params, np.array([0, 4, 1], np.int32)])
 
 
-def test_rounding_ties_match_armnn(armnn_runner):
+def test_rounding_ties_match_armnn(armnn_release_runner):
+    armnn_runner = armnn_release_runner
     graph, inputs = tie_network()
     got = armnn_runner(write(graph), inputs)
     for g, w in zip(got, run(graph, inputs)):

@@ -189,14 +189,14 @@ def test_quantized_output_error_in_lsb(tmp_path):
     assert check.ok and out.lsb <= 1
 
 
-def test_armnn_runtime_option(armnn_runner, tmp_path, capsys):
+def test_armnn_runtime_option(armnn_release_runner, tmp_path, capsys):
     out_file = tmp_path / "m.armnn"
     converted(ONNX_RESNET).save(out_file)
-    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_runner.path)
+    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_release_runner.path)
     assert (code, err) == (0, "") and "Arm NN runner" in out and "verify: PASS" in out
     code, _, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", tmp_path / "nope")
     assert code == 1 and "not an executable file" in err
-    code, _, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_runner.path,
+    code, _, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_release_runner.path,
                         "--per-layer")
     assert code == 2 and "--per-layer needs the numpy executor" in err
 

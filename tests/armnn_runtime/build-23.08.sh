@@ -124,14 +124,19 @@ compile() { # src obj
 log "compiling (Arm NN $SRC_VERSION deserializer, runner) ..."
 pids=()
 compile "$SRC/src/armnnDeserializer/Deserializer.cpp" "$BUILD/Deserializer.o" & pids+=($!)
-compile "$HERE/runner.cpp" "$BUILD/runner.o" & pids+=($!)
+(   # libarmnn does not export these armnnUtils helpers the deserializer calls
+    compile "$SRC/src/armnnUtils/VerificationHelpers.cpp" "$BUILD/VerificationHelpers.o" &&
+    compile "$SRC/src/armnnUtils/ParserHelper.cpp" "$BUILD/ParserHelper.o" &&
+    compile "$HERE/runner.cpp" "$BUILD/runner.o"
+) & pids+=($!)
 fail=0
 for p in "${pids[@]}"; do wait "$p" || fail=1; done
 [ $fail = 0 ] || { tail -30 "$LOG" >&2; die "compilation failed (see $LOG)"; }
 
 LDFLAGS=()
 [ "$LIBROOT" = /usr ] || LDFLAGS=(-L "$LIBROOT/lib" "-Wl,-rpath,$LIBROOT/lib")
-"$CXX" -o "$BUILD/armnn-run" "$BUILD/runner.o" "$BUILD/Deserializer.o" "${LDFLAGS[@]}" -larmnn >>"$LOG" 2>&1 \
+"$CXX" -o "$BUILD/armnn-run" "$BUILD/runner.o" "$BUILD/Deserializer.o" "$BUILD/VerificationHelpers.o" \
+    "$BUILD/ParserHelper.o" "${LDFLAGS[@]}" -larmnn >>"$LOG" 2>&1 \
     || { tail -30 "$LOG" >&2; die "linking armnn-run failed (see $LOG)"; }
 
 # Smoke test: the runner must start, say its release, and reject a missing model with exit code 2.

@@ -37,7 +37,16 @@
 #else
 #include <armnn/LayerVisitorBase.hpp>
 #endif
+#if ARMNN_MAJOR_VERSION >= 33
+// 23.08 made the deserializer's class (DeserializerImpl) a private member of IDeserializer; its
+// static graph helpers are what --layers / --graph-order use, so this one header (its own
+// includes are in already) is read with `private` open.
+#define private public
 #include <armnnDeserializer/IDeserializer.hpp>
+#undef private
+#else
+#include <armnnDeserializer/IDeserializer.hpp>
+#endif
 
 #include "Deserializer.hpp"  // concrete class: static graph helpers for --layers
 

@@ -1,4 +1,4 @@
-"""The ONNX backend node conformance suite on the real Arm NN 20.08 runtime
+"""The ONNX backend node conformance suite on the real Arm NN 20.08 and 23.08 runtimes
 (see conformance.py for how cases are run)."""
 import os
 import sys
@@ -7,12 +7,18 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
-from expected_failures import EXPECTED_FAILURES  # noqa: E402
+from expected_failures import EXPECTED_FAILURES, RUNTIME_FAILURES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def results(armnn_runner):
-    return conformance.run_all(armnn_runner)
+def results(armnn_release_runner):
+    return conformance.run_all(armnn_release_runner)
+
+
+@pytest.fixture(scope="module")
+def expected_failures(armnn_release_runner):
+    """The converter's refusals (the same on every release) and the release's own failures."""
+    return {**EXPECTED_FAILURES, **RUNTIME_FAILURES[armnn_release_runner.release]}
 
 
 def test_converter_never_crashes(results):
@@ -25,14 +31,14 @@ def test_every_written_file_loads_in_armnn(results):
     assert not bad, "\n".join(f"{k}: {v[2]}" for k, v in sorted(bad.items()))
 
 
-def test_listed_operators_pass_or_are_expected_failures(results):
+def test_listed_operators_pass_or_are_expected_failures(results, expected_failures):
     listed = {k: v for k, v in results.items() if v[0] in conformance.LISTED_OPS}
-    unexpected = {k: v for k, v in listed.items() if v[1] != "pass" and k not in EXPECTED_FAILURES}
+    unexpected = {k: v for k, v in listed.items() if v[1] != "pass" and k not in expected_failures}
     assert not unexpected, "\n".join(f"{k} [{v[0]}] {v[1]}: {v[2]}" for k, v in sorted(unexpected.items()))
 
 
-def test_expected_failure_list_is_current(results):
-    stale = [k for k in EXPECTED_FAILURES if k in results and results[k][1] == "pass"]
-    missing = [k for k in EXPECTED_FAILURES if k not in results]
+def test_expected_failure_list_is_current(results, expected_failures):
+    stale = [k for k in expected_failures if k in results and results[k][1] == "pass"]
+    missing = [k for k in expected_failures if k not in results]
     assert not stale, f"these cases pass now; drop them from expected_failures.py: {stale}"
     assert not missing, f"no such node cases: {missing}"
