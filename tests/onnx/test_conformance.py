@@ -26,8 +26,8 @@ def test_converter_never_crashes(results):
     assert not crashes, "\n".join(f"{k}: {v[2]}" for k, v in sorted(crashes.items()))
 
 
-def test_every_written_file_loads_in_armnn(results):
-    bad = {k: v for k, v in results.items() if v[1] == "load_error"}
+def test_every_written_file_loads_in_armnn(results, expected_failures):
+    bad = {k: v for k, v in results.items() if v[1] == "load_error" and k not in expected_failures}
     assert not bad, "\n".join(f"{k}: {v[2]}" for k, v in sorted(bad.items()))
 
 
