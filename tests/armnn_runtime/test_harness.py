@@ -219,3 +219,16 @@ def test_existing_deb_src_entries_are_found(tmp_path):
         "deb-src [arch=amd64] http://deb.debian.org/debian bookworm main\n"))
     assert _lib(one_line, "has_deb_src bookworm").returncode == 0
     assert _lib(one_line, "has_deb_src trixie").returncode == 1
+
+
+def test_source_download_without_apt_sources_edits_nothing(tmp_path):
+    """What the fixtures run (build.sh without --apt-sources): a source package that needs a
+    missing deb-src entry is an error naming scripts/test.sh, and no apt file is written."""
+    apt = _apt_etc(tmp_path)
+    before = sorted(p.name for p in (apt / "sources.list.d").iterdir())
+    r = _lib(apt, f'fetch_source 23.08-999 "{tmp_path}/src" "{tmp_path}/log" 0 trixie')
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        "armnn-harness: error: the armnn 23.08-999 source needs a deb-src entry for trixie: run 'bash scripts/test.sh'")
+    assert sorted(p.name for p in (apt / "sources.list.d").iterdir()) == before
+    assert not (tmp_path / "src").exists()
