@@ -34,6 +34,7 @@ __all__ = [
     "EXIT_RUNTIME",
     "EXIT_USAGE",
     "EXIT_LOAD",
+    "EXIT_UNAVAILABLE",
     "SUPPORTED_DTYPES",
     "build_harness",
     "build_script",
