@@ -496,7 +496,8 @@ def all_cases() -> list[Case]:
 
 
 # -- what Arm NN 20.08 does not run, found by running every case ------------------------------
-# Keys are (layer, variant, dtype, layout); None matches any dtype / layout.
+# Keys are (layer, variant, dtype, layout); None matches any dtype / layout. These tables are
+# 20.08's; what 23.08 does differently is in ON_23_08 below.
 
 # The runtime refuses the file: (one-line reason, fragment of armnn-run's error message).
 ARMNN_NAMES = {LayerType.Merger: "Concat", LayerType.ResizeBilinear: "Resize",
@@ -508,7 +509,7 @@ def _no_type(lt, dtype):
             f"Layer of type {ARMNN_NAMES.get(lt, lt.name)} is not supported on any preferred backend")
 
 
-_GATHER = ("the 20.08 deserializer reads a GatherDescriptor the early schema lacks (null pointer)",
+_GATHER = ("the 20.08 and 23.08 deserializers read a GatherDescriptor the early schema lacks (null pointer)",
            "SIGSEGV during deserialize")
 UNSUPPORTED: dict[tuple, tuple[str, str]] = {
     (LayerType.Gather, None, None, None): _GATHER,
@@ -552,9 +553,9 @@ NOT_EXPRESSIBLE: dict[tuple, str] = {
 # The runtime loads and runs the file but does not compute the layer; the executor refuses it.
 DIVERGENT: dict[tuple, str] = {
     (LayerType.Activation, "SoftReLu", None, None):
-        "the 20.08 deserializer maps SoftReLu to Sigmoid (no case for it)",
+        "the 20.08 and 23.08 deserializers map SoftReLu to Sigmoid (no case for it)",
     (LayerType.Normalization, "LocalContrast", None, None):
-        "CpuRef logs 'Lcr method not supported' and leaves the output unwritten",
+        "CpuRef (20.08 and 23.08) logs 'Lcr method not supported' and leaves the output unwritten",
 }
 
 
@@ -567,9 +568,35 @@ def _lookup(table, case: Case):
     return None
 
 
-def status(case: Case) -> tuple[str, object]:
+# -- what Arm NN 23.08 does differently (found by running every case on 23.08) -----------------
+# The tables above are 20.08's. On 23.08 an entry here, with the same kind of key, replaces them:
+# ("pass", why it passes there) or (kind, why) as status() returns it.
+_ELEMENTWISE_BINARY = (LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication,
+                       LayerType.Division, LayerType.Minimum, LayerType.Maximum)
+_CONSTANT_2308 = (
+    "23.08 reads every Constant of a file without featureVersions (weightsLayoutScheme 0) as "
+    "depthwise weights [M,I,H,W] and permutes it to [1,H,W,I*M]: other ranks assert, 4-D ones "
+    "change shape", "srcShape.GetNumDimensions() == mappings.GetSize()")
+ON_23_08: dict[tuple, tuple[str, object]] = {
+    (LayerType.Constant, None, None, None): ("unsupported", _CONSTANT_2308),
+    (LayerType.Pooling2d, "L2", None, None): ("pass", "the 23.08 deserializer reads L2 pooling"),
+    (LayerType.Merger, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
+    (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
+    # 23.08 turns these layers into one ElementwiseBinary layer, which CpuRef has for no Boolean
+    **{(_lt, None, BOOL, None): ("unsupported", (
+        "CpuRef has no workload for this data type (layer support check fails in Optimize)",
+        "Layer of type ElementwiseBinary is not supported on any preferred backend"))
+       for _lt in _ELEMENTWISE_BINARY},
+}
+RELEASE_CHANGES: dict[str, dict[tuple, tuple[str, object]]] = {"20.08": {}, "23.08": ON_23_08}
+
+
+def status(case: Case, release: str = "20.08") -> tuple[str, object]:
     """("pass", None), ("unsupported", (reason, fragment)), ("not expressible", reason)
-    or ("divergent", reason)."""
+    or ("divergent", reason), on Arm NN `release`."""
+    changed = _lookup(RELEASE_CHANGES[release], case)
+    if changed is not None:
+        return ("pass", None) if changed[0] == "pass" else changed
     for kind, table in (("not expressible", NOT_EXPRESSIBLE if case.target == "19.02" else {}),
                         ("unsupported", UNSUPPORTED), ("divergent", DIVERGENT)):
         found = _lookup(table, case)

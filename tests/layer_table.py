@@ -1,7 +1,8 @@
-"""Print the layer x data type x layout table of what Arm NN 20.08 CpuRef runs.
+"""Print the layer x data type x layout table of what Arm NN CpuRef runs (20.08 or 23.08).
 
-    python tests/layer_table.py            # runs every case on the real runtime
-    python tests/layer_table.py --no-run   # only the declared table (tests/layer_cases.py)
+    python tests/layer_table.py                  # runs every case on the real Arm NN 20.08 runtime
+    python tests/layer_table.py --release 23.08  # ... on 23.08
+    python tests/layer_table.py --no-run         # only the declared table (tests/layer_cases.py)
 
 A cell is "pass" (the runtime's outputs equal the numpy executor's), or a
 number pointing to the reason listed under the table. When running, a case
@@ -47,14 +48,15 @@ def observe(case, runner, declared) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-run", action="store_true", help="print the declared table without running")
+    ap.add_argument("--release", default="20.08", help="the Arm NN release (20.08 or 23.08)")
     args = ap.parse_args(argv)
-    runner = None if args.no_run else build_harness()
+    runner = None if args.no_run else build_harness(args.release)
 
     reasons: list[str] = []
     rows: dict[tuple, dict] = {}
     bad = 0
     for case in all_cases():
-        kind, why = status(case)
+        kind, why = status(case, args.release)
         cell = "pass"
         if kind != "pass":
             text = f"{kind}: {why[0] if isinstance(why, tuple) else why}"
@@ -79,7 +81,7 @@ def main(argv=None) -> int:
     for i, text in enumerate(reasons, 1):
         print(f"({i}) {text}")
     if runner is not None:
-        print(f"\nchecked on Arm NN 20.08 CpuRef: {bad} mismatches")
+        print(f"\nchecked on Arm NN {args.release} CpuRef: {bad} mismatches")
     return 1 if bad else 0
 
 

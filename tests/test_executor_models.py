@@ -1,4 +1,4 @@
-"""The numpy executor and the real Arm NN 20.08 runtime (CpuRef) agree on every
+"""The numpy executor and the real Arm NN 20.08 and 23.08 runtimes (CpuRef) agree on every
 reference model that converts: float outputs within rtol 1e-5, uint8 outputs
 within 1. The inputs are the reference inputs of each model's .npz, brought to
 the .armnn inputs the way `armnn-import verify` does (int8 + 128, layout)."""
@@ -18,7 +18,7 @@ from reference_models import converted, params  # noqa: E402
 
 
 @pytest.mark.parametrize("model_id, path, npz", params())
-def test_executor_matches_runtime(armnn_runner, model_id, path, npz):
+def test_executor_matches_runtime(armnn_release_runner, model_id, path, npz):
     result = converted(path)
     graph = result.network
     src = source_model(path)
@@ -28,7 +28,7 @@ def test_executor_matches_runtime(armnn_runner, model_id, path, npz):
     feed = {l.name: adapt_input(a, s, l.outputs[0]) for a, s, l in zip(arrays, src.inputs, layers)}
     inputs = [feed[l.name] for l in graph.input_layers]
 
-    expected = armnn_runner(result.to_bytes(), inputs)   # Arm NN itself
+    expected = armnn_release_runner(result.to_bytes(), inputs)   # Arm NN itself
     got = run(graph, inputs)
     assert len(got) == len(expected) == len(graph.output_layers)
     for g, e, layer in zip(got, expected, graph.output_layers):

@@ -186,15 +186,15 @@ def test_quantized_output_error_in_lsb(tmp_path):
     assert check.ok and out.lsb <= 1
 
 
-def test_armnn_runtime_option(armnn_runner, tmp_path, capsys):
+def test_armnn_runtime_option(armnn_release_runner, tmp_path, capsys):
     out_file = tmp_path / "m.armnn"
     converted(ONNX_RESNET).save(out_file)
-    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_runner.path)
+    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_release_runner.path)
     assert (code, err) == (0, "") and "Arm NN runner" in out and "verify: PASS" in out
     code, _, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", tmp_path / "nope")
     assert code == 1 and "not an executable file" in err
     # --per-layer on the runtime: the compared tensors become extra network outputs
-    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_runner.path,
+    code, out, err = main(capsys, "verify", ONNX_RESNET, out_file, "--armnn-runtime", armnn_release_runner.path,
                           "--per-layer")
     assert (code, err) == (0, "") and "first diverging layer: none" in out and "Arm NN runner" in out
 

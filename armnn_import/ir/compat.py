@@ -1,26 +1,55 @@
 """Layers that are valid in the schema but that released Arm NN runtimes
-misread or crash on (found with the real Arm NN 20.08 runtime; see
-tests/layer_cases.py). convert() refuses to write a network with one of them:
-a frontend must lower around these, never emit them."""
+misread or crash on, found with the real Arm NN 20.08 and 23.08 runtimes (see
+tests/layer_cases.py, tests/onnx/expected_failures.py, tests/armnn_runtime/README.md).
+convert() refuses to write a network with one of the layers runtime_problems()
+names: a frontend must lower around these, never emit them.
+
+What 23.08 reads differently from 20.08 in files of this schema (which has no
+featureVersions, so 23.08 takes every scheme as 0):
+- Constant: with weightsLayoutScheme 0, 23.08's deserializer takes every Constant
+  layer for depthwise weights [M,I,H,W] and permutes it to [1,H,W,I*M]; a
+  non-4-D constant fails an assertion, a 4-D one changes shape. The frontends'
+  default output has no Constant layers, so it loads on both; convert() does not
+  refuse Constant yet (20.08 runs it, and some options emit it).
+- L2 pooling: 23.08 reads it (20.08 rejects it).
+- Output bindings: 23.08 looks the source's output slot up as a layer index
+  (GetLayerIndexInVector(outputSlotIndex)); right only while every layer's
+  `index` equals its position, which the writer guarantees.
+- Float16 arithmetic rounds ties to even on 23.08, away from zero on 20.08
+  (FLOAT16_TIES); the numpy executor follows 20.08.
+"""
 from __future__ import annotations
 
 from .graph import Graph
 from .types import ActivationFunction, LayerType, NormalizationAlgorithmMethod, PoolingAlgorithm
 
+#: how CpuRef rounds a float16 result exactly halfway between two float16 values
+FLOAT16_TIES = {"20.08": "away from zero", "23.08": "to even"}
+
+
+def _why(layer, release: str) -> str | None:
+    if layer.type == LayerType.Gather:
+        return "the Arm NN 20.08 and 23.08 deserializers read a Gather descriptor this schema lacks and crash"
+    if layer.type == LayerType.Activation and layer.desc.function == ActivationFunction.SoftReLu:
+        return "the Arm NN 20.08 and 23.08 deserializers read SoftReLu as Sigmoid"
+    if layer.type == LayerType.Normalization and \
+            layer.desc.norm_method_type == NormalizationAlgorithmMethod.LocalContrast:
+        return "Arm NN's CpuRef leaves LocalContrast normalization's output unwritten"
+    if release == "20.08" and layer.type == LayerType.Pooling2d and layer.desc.pool_type == PoolingAlgorithm.L2:
+        return "the Arm NN 20.08 deserializer rejects L2 pooling"
+    if release == "23.08" and layer.type == LayerType.Constant:
+        return "the Arm NN 23.08 deserializer reads a Constant of a file without featureVersions as depthwise weights"
+    return None
+
+
+def release_problems(graph: Graph, release: str) -> list[str]:
+    """The layers of `graph` that Arm NN `release` ("20.08" or "23.08") misreads or cannot run."""
+    if release not in FLOAT16_TIES:
+        raise ValueError(f"unknown Arm NN release {release!r}")
+    return [f"layer {l.name!r} ({l.type.name}): {why}" for l in graph.layers
+            if (why := _why(l, release)) is not None]
+
 
 def runtime_problems(graph: Graph) -> list[str]:
-    problems = []
-    for l in graph.layers:
-        why = None
-        if l.type == LayerType.Gather:
-            why = "the Arm NN 20.08 deserializer reads a Gather descriptor this schema lacks and crashes"
-        elif l.type == LayerType.Activation and l.desc.function == ActivationFunction.SoftReLu:
-            why = "the Arm NN 20.08 deserializer reads SoftReLu as Sigmoid"
-        elif l.type == LayerType.Pooling2d and l.desc.pool_type == PoolingAlgorithm.L2:
-            why = "the Arm NN 20.08 deserializer rejects L2 pooling"
-        elif l.type == LayerType.Normalization and \
-                l.desc.norm_method_type == NormalizationAlgorithmMethod.LocalContrast:
-            why = "Arm NN's CpuRef leaves LocalContrast normalization's output unwritten"
-        if why:
-            problems.append(f"layer {l.name!r} ({l.type.name}): {why}")
-    return problems
+    """What convert() refuses: the layers Arm NN 20.08 misreads or cannot run."""
+    return release_problems(graph, "20.08")

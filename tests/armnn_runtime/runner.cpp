@@ -1,7 +1,10 @@
-// armnn-run: load a serialized Arm NN (.armnn) network with Arm NN 20.08's own
-// deserializer, run it on the CpuRef backend and write its outputs as .npy files.
+// armnn-run: load a serialized Arm NN (.armnn) network with Arm NN's own deserializer (20.08 or
+// 23.08, the release this is built against), run it on the CpuRef backend and write its outputs
+// as .npy files. One source for both releases: the few API differences are under
+// `#if ARMNN_MAJOR_VERSION` (20.08 is library version 22, 23.08 is 33).
 //
 // Usage: armnn-run [--repeat N] [--layers] [--graph-order] [--dot FILE] MODEL.armnn OUTDIR [IN0.npy ...]
+//        armnn-run --version     prints "armnn-run <release> (libarmnn <X.Y.Z>)"
 //
 // Exit codes:
 //   0  success
@@ -15,7 +18,8 @@
 // feeds the i-th of them; output i (OUTDIR/output_<i>.npy) is the Output layer with the i-th
 // smallest LayerBindingId. For files whose Input/Output binding ids are 0..n-1 this is
 // "input i <-> binding id i". Binding ids are discovered by visiting the deserialized
-// INetwork (ILayerVisitor::VisitInputLayer / VisitOutputLayer), so layer names do not matter.
+// INetwork (20.08: ILayerVisitor::VisitInputLayer / VisitOutputLayer; 23.08: IStrategy), so layer
+// names do not matter.
 // With --graph-order, inputs/outputs follow SerializedGraph.inputIds/outputIds instead (useful for
 // files written by Arm NN's own serializer, whose binding ids are e.g. TfLite tensor indices).
 // Tensor infos come from the loaded runtime (IRuntime::GetInputTensorInfo/GetOutputTensorInfo).
@@ -27,8 +31,22 @@
 #include <armnn/ArmNN.hpp>
 #include <armnn/INetwork.hpp>
 #include <armnn/IRuntime.hpp>
+#include <armnn/Version.hpp>
+#if ARMNN_MAJOR_VERSION >= 33
+#include <armnn/IStrategy.hpp>
+#else
 #include <armnn/LayerVisitorBase.hpp>
+#endif
+#if ARMNN_MAJOR_VERSION >= 33
+// 23.08 made the deserializer's class (DeserializerImpl) a private member of IDeserializer; its
+// static graph helpers are what --layers / --graph-order use, so this one header (its own
+// includes are in already) is read with `private` open.
+#define private public
 #include <armnnDeserializer/IDeserializer.hpp>
+#undef private
+#else
+#include <armnnDeserializer/IDeserializer.hpp>
+#endif
 
 #include "Deserializer.hpp"  // concrete class: static graph helpers for --layers
 
@@ -49,8 +67,19 @@
 #include <unistd.h>
 #include <vector>
 
+#ifndef ARMNN_HARNESS_RELEASE
+#error "build with -DARMNN_HARNESS_RELEASE='\"<release>\"' (build.sh does)"
+#endif
+
 namespace
 {
+
+// The deserializer's static graph helpers (LoadGraphFromBinary, GetBaseLayer, GetBindingLayerInfo).
+#if ARMNN_MAJOR_VERSION >= 33
+using DeserializerStatics = armnnDeserializer::IDeserializer::DeserializerImpl;
+#else
+using DeserializerStatics = armnnDeserializer::Deserializer;
+#endif
 
 enum ExitCode
 {
@@ -342,6 +371,31 @@ void WriteNpy(const std::string& path, const std::string& descr, const std::vect
 // ---------------------------------------------------------------------------------------
 // Binding discovery
 // ---------------------------------------------------------------------------------------
+#if ARMNN_MAJOR_VERSION >= 33
+class BindingCollector : public armnn::IStrategy
+{
+public:
+    void ExecuteStrategy(const armnn::IConnectableLayer* layer, const armnn::BaseDescriptor&,
+                         const std::vector<armnn::ConstTensor>&, const char*, const armnn::LayerBindingId id) override
+    {
+        if (layer->GetType() == armnn::LayerType::Input)
+        {
+            inputs.push_back(id);
+        }
+        else if (layer->GetType() == armnn::LayerType::Output)
+        {
+            outputs.push_back(id);
+        }
+    }
+    std::vector<armnn::LayerBindingId> inputs;
+    std::vector<armnn::LayerBindingId> outputs;
+};
+
+void CollectBindings(const armnn::INetwork& network, BindingCollector& bindings)
+{
+    network.ExecuteStrategy(bindings);
+}
+#else
 class BindingCollector : public armnn::LayerVisitorBase<armnn::VisitorNoThrowPolicy>
 {
 public:
@@ -357,6 +411,12 @@ public:
     std::vector<armnn::LayerBindingId> outputs;
 };
 
+void CollectBindings(const armnn::INetwork& network, BindingCollector& bindings)
+{
+    network.Accept(bindings);
+}
+#endif
+
 std::string TensorInfoStr(const armnn::TensorInfo& info)
 {
     std::string d = DescrFor(info.GetDataType());
@@ -366,11 +426,11 @@ std::string TensorInfoStr(const armnn::TensorInfo& info)
 
 // Binding ids in the order of SerializedGraph.inputIds / outputIds (--graph-order).
 // bindingIdsScheme 0 (no featureVersions, as in the older schema): the ids are layer `index` values;
-// bindingIdsScheme 1 (what Arm NN 20.08's own serializer writes): the ids are the binding ids.
+// bindingIdsScheme 1 (what Arm NN 20.08+'s own serializer writes): the ids are the binding ids.
 void GraphOrderBindings(const std::vector<uint8_t>& model, std::vector<armnn::LayerBindingId>& inputs,
                         std::vector<armnn::LayerBindingId>& outputs)
 {
-    using armnnDeserializer::Deserializer;
+    using Deserializer = DeserializerStatics;
     auto graph = Deserializer::LoadGraphFromBinary(model.data(), model.size());
     unsigned int scheme = graph->featureVersions() ? graph->featureVersions()->bindingIdsScheme() : 0;
     auto resolve = [&](int id) -> armnn::LayerBindingId {
@@ -401,7 +461,7 @@ void GraphOrderBindings(const std::vector<uint8_t>& model, std::vector<armnn::La
 
 void PrintLayers(const std::vector<uint8_t>& model)
 {
-    using armnnDeserializer::Deserializer;
+    using Deserializer = DeserializerStatics;
     auto graph = Deserializer::LoadGraphFromBinary(model.data(), model.size());
     const auto* layers = graph->layers();
     for (unsigned int i = 0; layers && i < layers->size(); ++i)
@@ -502,6 +562,11 @@ int Run(int argc, char** argv)
             }
             dotPath = argv[++i];
         }
+        else if (a == "--version")
+        {
+            std::cout << "armnn-run " << ARMNN_HARNESS_RELEASE << " (libarmnn " << ARMNN_VERSION << ")" << std::endl;
+            std::exit(kOk);
+        }
         else if (a == "-h" || a == "--help")
         {
             std::cerr << kUsage << "\n";
@@ -594,7 +659,7 @@ int Run(int argc, char** argv)
     }
 
     BindingCollector bindings;
-    network->Accept(bindings);
+    CollectBindings(*network, bindings);
     std::sort(bindings.inputs.begin(), bindings.inputs.end());
     std::sort(bindings.outputs.begin(), bindings.outputs.end());
     if (graphOrder)
@@ -629,8 +694,12 @@ int Run(int argc, char** argv)
     std::vector<std::string> messages;
     try
     {
-        optNet = armnn::Optimize(*network, {armnn::Compute::CpuRef}, runtime->GetDeviceSpec(),
-                                 armnn::OptimizerOptions(),
+#if ARMNN_MAJOR_VERSION >= 33
+        const armnn::OptimizerOptionsOpaque optimizerOptions;
+#else
+        const armnn::OptimizerOptions optimizerOptions;
+#endif
+        optNet = armnn::Optimize(*network, {armnn::Compute::CpuRef}, runtime->GetDeviceSpec(), optimizerOptions,
                                  armnn::Optional<std::vector<std::string>&>(messages));
     }
     catch (const std::exception& e)
@@ -725,6 +794,9 @@ int Run(int argc, char** argv)
                               std::to_string(arr.data.size()) + " bytes, need " +
                               std::to_string(info.GetNumBytes()) + ")");
         }
+#if ARMNN_MAJOR_VERSION >= 33
+        info.SetConstant(true);   // 23.08's ConstTensor refuses a TensorInfo not marked constant
+#endif
         inputTensors.emplace_back(id, armnn::ConstTensor(info, arr.data.data()));
     }
 

@@ -158,8 +158,9 @@ def main(argv=None):
     ap.add_argument("--json", help="write every case's result here")
     ap.add_argument("--all", action="store_true", help="print every operator, not only the listed ones")
     ap.add_argument("--target", default="19.02", help="the Arm NN release whose format to write")
+    ap.add_argument("--release", default="20.08", help="the Arm NN release to run on (20.08 or 23.08)")
     args = ap.parse_args(argv)
-    runner = build_harness()
+    runner = build_harness(args.release)
     results = run_all(lambda data, xs: run_armnn(data, xs, runner=runner), target=args.target)
     table = per_op_table(results)
     for op in sorted(table) if args.all else LISTED_OPS:

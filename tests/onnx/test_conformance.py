@@ -1,4 +1,4 @@
-"""The ONNX backend node conformance suite on the real Arm NN 20.08 runtime
+"""The ONNX backend node conformance suite on the real Arm NN 20.08 and 23.08 runtimes
 (see conformance.py for how cases are run)."""
 import os
 import sys
@@ -7,12 +7,18 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformance  # noqa: E402
-from expected_failures import EXPECTED_FAILURES  # noqa: E402
+from expected_failures import EXPECTED_FAILURES, RUNTIME_FAILURES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def results(armnn_runner):
-    return conformance.run_all(armnn_runner)
+def results(armnn_release_runner):
+    return conformance.run_all(armnn_release_runner)
+
+
+@pytest.fixture(scope="module")
+def expected_failures(armnn_release_runner):
+    """The converter's refusals (the same on every release) and the release's own failures."""
+    return {**EXPECTED_FAILURES, **RUNTIME_FAILURES[armnn_release_runner.release]}
 
 
 def test_converter_never_crashes(results):
@@ -20,42 +26,46 @@ def test_converter_never_crashes(results):
     assert not crashes, "\n".join(f"{k}: {v[2]}" for k, v in sorted(crashes.items()))
 
 
-def test_every_written_file_loads_in_armnn(results):
-    bad = {k: v for k, v in results.items() if v[1] == "load_error"}
+def test_every_written_file_loads_in_armnn(results, expected_failures):
+    bad = {k: v for k, v in results.items() if v[1] == "load_error" and k not in expected_failures}
     assert not bad, "\n".join(f"{k}: {v[2]}" for k, v in sorted(bad.items()))
 
 
-def test_listed_operators_pass_or_are_expected_failures(results):
+def test_listed_operators_pass_or_are_expected_failures(results, expected_failures):
     listed = {k: v for k, v in results.items() if v[0] in conformance.LISTED_OPS}
-    unexpected = {k: v for k, v in listed.items() if v[1] != "pass" and k not in EXPECTED_FAILURES}
+    unexpected = {k: v for k, v in listed.items() if v[1] != "pass" and k not in expected_failures}
     assert not unexpected, "\n".join(f"{k} [{v[0]}] {v[1]}: {v[2]}" for k, v in sorted(unexpected.items()))
 
 
-def test_expected_failure_list_is_current(results):
-    stale = [k for k in EXPECTED_FAILURES if k in results and results[k][1] == "pass"]
-    missing = [k for k in EXPECTED_FAILURES if k not in results]
+def test_expected_failure_list_is_current(results, expected_failures):
+    stale = [k for k in expected_failures if k in results and results[k][1] == "pass"]
+    missing = [k for k in expected_failures if k not in results]
     assert not stale, f"these cases pass now; drop them from expected_failures.py: {stale}"
     assert not missing, f"no such node cases: {missing}"
 
 
-# -- richer targets: the same suite written in the Arm NN 20.08 format --------------------------
+# -- richer targets: the same suite written in the release's own format ------------------------
 @pytest.fixture(scope="module")
-def results_20_08(armnn_runner):
-    return conformance.run_all(armnn_runner, target="20.08")
+def results_rich(armnn_release_runner):
+    """Every case converted for the target of the runner's release (--target 20.08 on 20.08,
+    --target 23.08 on 23.08)."""
+    return conformance.run_all(armnn_release_runner, target=armnn_release_runner.release)
 
 
-def test_20_08_target_never_crashes_and_loads(results_20_08):
-    bad = {k: v for k, v in results_20_08.items() if v[1] in ("crash", "load_error")}
+def test_rich_target_never_crashes_and_loads(results_rich, expected_failures):
+    bad = {k: v for k, v in results_rich.items()
+           if v[1] == "crash" or (v[1] == "load_error" and k not in expected_failures)}
     assert not bad, "\n".join(f"{k}: {v[1]} {v[2]}" for k, v in sorted(bad.items()))
 
 
-def test_20_08_target_never_loses_a_case(results, results_20_08):
-    lost = {k: results_20_08[k] for k, v in results.items() if v[1] == "pass" and results_20_08[k][1] != "pass"}
+def test_rich_target_never_loses_a_case(results, results_rich):
+    lost = {k: results_rich[k] for k, v in results.items() if v[1] == "pass" and results_rich[k][1] != "pass"}
     assert not lost, "\n".join(f"{k}: {v[1]} {v[2]}" for k, v in sorted(lost.items()))
 
 
-def test_20_08_target_converts_the_operators_it_adds(results_20_08):
-    # ArgMax/ArgMin (ArgMinMax) and LogSoftmax are refused by the 19.02 format
-    for op in ("ArgMax", "ArgMin", "LogSoftmax"):
-        cases = {k: v for k, v in results_20_08.items() if v[0] == op}
+def test_rich_target_converts_the_operators_it_adds(results_rich, armnn_release_runner):
+    # refused by the 19.02 format: ArgMax/ArgMin (ArgMinMax), LogSoftmax; from 23.08 Log and Sin
+    ops = ("ArgMax", "ArgMin", "LogSoftmax") + (("Log", "Sin") if armnn_release_runner.release == "23.08" else ())
+    for op in ops:
+        cases = {k: v for k, v in results_rich.items() if v[0] == op}
         assert cases and all(v[1] == "pass" for v in cases.values()), cases

@@ -1,5 +1,5 @@
 """The real-architecture ONNX reference models (test_models/onnx) convert and
-match onnxruntime's stored outputs on the real Arm NN 20.08 runtime, with no
+match onnxruntime's stored outputs on the real Arm NN 20.08 and 23.08 runtimes, with no
 Constant layers."""
 import json
 import os
@@ -15,11 +15,11 @@ MODELS = json.load(open(os.path.join(ROOT, "manifest.json")))["models"]
 
 
 @pytest.mark.parametrize("entry", MODELS, ids=lambda e: e["file"])
-def test_model_matches_onnxruntime_on_armnn(entry, armnn_runner):
+def test_model_matches_onnxruntime_on_armnn(entry, armnn_release_runner):
     result = armnn_import.convert(os.path.join(ROOT, entry["file"]))
     data = np.load(os.path.join(ROOT, entry["data"]))
     inputs = [data[f"input_{i}"] for i in range(len(result.network.input_layers))]
-    outputs = armnn_runner(result.to_bytes(), inputs)
+    outputs = armnn_release_runner(result.to_bytes(), inputs)
     expected = [data[k] for k in sorted(k for k in data.files if k.startswith("output_"))]
     assert len(outputs) == len(expected)
     for got, want in zip(outputs, expected):

@@ -249,8 +249,8 @@ def _reference_errors(armnn_runner, name, **options):
 
 
 @pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if not e["per_channel"]))
-def test_per_tensor_model_mean_error_at_most_one_level(armnn_runner, name):
-    result, got, expected = _reference_errors(armnn_runner, name)
+def test_per_tensor_model_mean_error_at_most_one_level(armnn_release_runner, name):
+    result, got, expected = _reference_errors(armnn_release_runner, name)
     err = lsb_errors(result, got, [expected])
     print(f"\n{name}: mean {err.mean():.2f}, max {err.max():.0f} levels")
     assert err.mean() <= 1.0
@@ -265,8 +265,8 @@ PER_CHANNEL_MEAN_LEVELS = {"mobilenetv2_like_qdq_s8pc": 6}
 
 
 @pytest.mark.parametrize("name", sorted(n for n, e in ENTRIES.items() if e["per_channel"]))
-def test_per_channel_model_runs_with_requantization_reported(armnn_runner, name):
-    result, got, expected = _reference_errors(armnn_runner, name)
+def test_per_channel_model_runs_with_requantization_reported(armnn_release_runner, name):
+    result, got, expected = _reference_errors(armnn_release_runner, name)
     err = lsb_errors(result, got, [expected])
     entries = [q for q in result.report.quantization if "worst_error" in q]
     worst = max(q["worst_error"] for q in entries)
@@ -282,9 +282,9 @@ def test_per_channel_model_runs_with_requantization_reported(armnn_runner, name)
 
 
 @pytest.mark.parametrize("name", ["resnet_small_qop_u8", "mobilenetv2_small_qdq_s8pc", "squeezenet_small_qdq_u8"])
-def test_dequantize_option_gives_float_network(armnn_runner, name):
+def test_dequantize_option_gives_float_network(armnn_release_runner, name):
     e = ENTRIES[name]
-    result, got, expected = _reference_errors(armnn_runner, name, dequantize=True)
+    result, got, expected = _reference_errors(armnn_release_runner, name, dequantize=True)
     assert not any(any(o.dtype == DataType.QuantisedAsymm8 for o in l.outputs) or
                    any(t.info.dtype == DataType.QuantisedAsymm8 for t in l.tensors.values())
                    for l in result.network.layers)
