@@ -21,7 +21,7 @@ featureVersions, so 23.08 takes every scheme as 0):
 from __future__ import annotations
 
 from .graph import Graph
-from .types import ActivationFunction, LayerType, NormalizationAlgorithmMethod, PoolingAlgorithm
+from .types import ActivationFunction, DataType, LayerType, NormalizationAlgorithmMethod, PoolingAlgorithm
 
 #: how CpuRef rounds a float16 result exactly halfway between two float16 values
 FLOAT16_TIES = {"20.08": "away from zero", "23.08": "to even"}
@@ -35,6 +35,8 @@ def _why(layer, release: str) -> str | None:
     if layer.type == LayerType.Normalization and \
             layer.desc.norm_method_type == NormalizationAlgorithmMethod.LocalContrast:
         return "Arm NN's CpuRef leaves LocalContrast normalization's output unwritten"
+    if layer.type == LayerType.Permute and layer.outputs and layer.outputs[0].dtype == DataType.Boolean:
+        return "Arm NN's CpuRef has no Boolean Permute (change the layout of a Boolean tensor: keep its layout)"
     if release == "20.08" and layer.type == LayerType.Pooling2d and layer.desc.pool_type == PoolingAlgorithm.L2:
         return "the Arm NN 20.08 deserializer rejects L2 pooling"
     if release == "23.08" and layer.type == LayerType.Constant:

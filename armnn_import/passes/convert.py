@@ -21,17 +21,23 @@ def to_float16(graph: Graph, report: Report) -> int:
     conversion layer, so the whole network runs in Float16, its inputs and
     outputs included (Arm NN 20.08 CpuRef runs every layer we emit in Float16)."""
     n = 0
+    done: dict[int, ConstTensor] = {}  # id(Float32 tensor) -> its Float16 one: shared tensors stay shared
     for layer in graph.layers:
         layer.outputs = [o.with_dtype(DataType.Float16) if o.dtype == DataType.Float32 else o
                          for o in layer.outputs]
         for name, t in list(layer.tensors.items()):
+            if id(t) in done:
+                layer.tensors[name] = done[id(t)]
+                continue
             if t.info.dtype != DataType.Float32:
                 continue
-            big = float(np.abs(t.data).max()) if t.data.size else 0.0
+            finite = t.data[np.isfinite(t.data)]  # (infinities are Float16 values too)
+            big = float(np.abs(finite).max()) if finite.size else 0.0
             if big > F16_MAX:
                 raise ConversionError(f"layer {layer.name!r}: constant '{name}' holds {big:g}, beyond Float16's "
                                       f"range ({F16_MAX:g}); convert without --fp16")
-            layer.tensors[name] = ConstTensor(t.data.astype(np.float16), t.info.with_dtype(DataType.Float16))
+            layer.tensors[name] = done[id(t)] = ConstTensor(t.data.astype(np.float16),
+                                                            t.info.with_dtype(DataType.Float16))
             n += 1
     report.decomposition("fp16", "every Float32 tensor and constant stored and run as Float16, "
                                   "inputs and outputs included (the format has no conversion layer)")

@@ -26,9 +26,10 @@ def permutes_as_reshapes(graph: Graph, report: Report) -> int:
         return 0
     n = 0
     for layer in [l for l in graph.layers if l.type == LayerType.Permute]:
-        if not _moves_only_unit_axes(layer):
-            continue
-        out = layer.outputs[0]
+        out, src = layer.outputs[0], layer.inputs[0].info
+        if not _moves_only_unit_axes(layer) or (out.scale, out.offset) != (src.scale, src.offset):
+            continue  # (a Permute that relabels its bytes' quantization stays: a Reshape's output
+            # quantization is not read by the 20.08 deserializer)
         r = graph.add(LayerType.Reshape, f"{layer.name}_reshape", [layer.inputs[0]],
                       ReshapeDescriptor(out.shape), outputs=[out])
         graph.replace_uses(layer.out(), r.out())
