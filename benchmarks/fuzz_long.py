@@ -330,8 +330,8 @@ def main(argv=None) -> int:
 
     # Import the converter once in the parent so forked workers start warm.
     import armnn_import.api  # noqa: F401
-    import frontends.onnx.convert  # noqa: F401
-    import frontends.tflite.convert  # noqa: F401
+    import armnn_import_frontends.onnx.convert  # noqa: F401
+    import armnn_import_frontends.tflite.convert  # noqa: F401
 
     out_dir = tempfile.mkdtemp(prefix="fuzz-long-")
     pool = Pool(args.workers, args.timeout, int(args.memory * (1 << 30)), out_dir)

@@ -1,1 +1,1 @@
-"""Frontend plugins: frontends.onnx and frontends.tflite (entry-point group armnn_import.frontends)."""
+"""Frontend plugins: armnn_import_frontends.onnx and armnn_import_frontends.tflite (entry-point group armnn_import.frontends)."""

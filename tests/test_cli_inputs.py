@@ -70,7 +70,7 @@ def test_a_symlink_to_a_model_still_converts(tmp_path):
 def test_exception_inside_an_onnx_lowering_is_exit_4(tmp_path, monkeypatch, capsys):
     """The ONNX frontend collects every node's problem; an unexpected exception among
     them is a bug: exit 4 and said so, not 1 (a refusal of the model)."""
-    from frontends.onnx import convert as onnx_convert
+    from armnn_import_frontends.onnx import convert as onnx_convert
 
     def boom(self, node):
         raise ValueError("boom")
@@ -88,7 +88,7 @@ def test_lowering_giving_a_wrong_shape_is_exit_4(tmp_path, monkeypatch, capsys):
     """The check that a lowering's shape is ONNX's (item 5 reached it with a Pad) is an
     internal error too."""
     from armnn_import.lowering.builder import Unsupported
-    from frontends.onnx import convert as onnx_convert
+    from armnn_import_frontends.onnx import convert as onnx_convert
 
     real = onnx_convert.Converter.lshape
 
@@ -110,7 +110,7 @@ def test_lowering_giving_a_wrong_shape_is_exit_4(tmp_path, monkeypatch, capsys):
 
 
 def test_exception_inside_a_tflite_converter_is_exit_4(tmp_path, monkeypatch, capsys):
-    from frontends.tflite import convert as tfl_convert
+    from armnn_import_frontends.tflite import convert as tfl_convert
 
     def boom(*a, **k):
         raise RuntimeError("boom")

@@ -78,3 +78,23 @@ def test_clean_venv_install(tmp_path):
     where, fronts = w.stdout.splitlines()
     assert where.startswith(str(venv)), where
     assert fronts == "['onnx', 'tflite']"
+
+    # The distribution owns its names: only armnn_import* at the top of site-packages.
+    code = ("import importlib.metadata as m\nfiles = m.distribution('armnn-import').files\n"
+            "print(sorted({f.parts[0] for f in files if not f.parts[0].endswith(('.dist-info', '.data'))"
+            " and f.parts[0] != '..'}))")
+    t = subprocess.run([str(bin_dir / "python"), "-c", code], **run)
+    assert t.returncode == 0, t.stderr
+    top = eval(t.stdout)  # noqa: S307 - a list of names printed by the venv's Python
+    assert top and all(name.startswith("armnn_import") for name in top), top
+    assert "armnn_import_frontends" in top and "frontends" not in top
+
+
+def test_every_package_folder_is_listed_in_pyproject():
+    """The packages are listed one by one (frontends/ installs as armnn_import_frontends)."""
+    tomllib = pytest.importorskip("tomllib")
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {str(p.parent.relative_to(REPO)).replace("/", ".").replace("frontends", "armnn_import_frontends", 1)
+             if str(p.parent.relative_to(REPO)).startswith("frontends") else str(p.parent.relative_to(REPO)).replace("/", ".")
+             for root in ("armnn_import", "frontends") for p in (REPO / root).rglob("__init__.py")}
+    assert listed == found

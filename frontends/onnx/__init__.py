@@ -1,4 +1,4 @@
-"""The ONNX frontend (entry point `onnx = "frontends.onnx:FRONTEND"`).
+"""The ONNX frontend (entry point `onnx = "armnn_import_frontends.onnx:FRONTEND"`).
 
 Importing this package is cheap: onnx and the operator table are imported
 only when a model is converted or the registry is asked for.

@@ -41,7 +41,7 @@ def constant_value(node) -> np.ndarray:
 
 
 def fold(node, values: dict, opset: int, implicit=()) -> list:
-    """Evaluate `node` (a frontends.onnx.nodes.Node) on constant inputs.
+    """Evaluate `node` (a armnn_import_frontends.onnx.nodes.Node) on constant inputs.
     `values` maps input names (explicit and implicit) to numpy arrays."""
     if node.op in ("QuantizeLinear", "DequantizeLinear") and node.domain in ("", "ai.onnx"):
         from .quant import fold_quant

@@ -1,4 +1,4 @@
-"""The TFLite frontend (entry point `tflite = "frontends.tflite:FRONTEND"`).
+"""The TFLite frontend (entry point `tflite = "armnn_import_frontends.tflite:FRONTEND"`).
 
 Importing this package is cheap: the `tflite` package and the operator table
 are imported only when a model is converted or the registry is asked for.

@@ -1,5 +1,5 @@
 """TFLite -> IR: pre-scan, tensors and their types, quantization decisions,
-operator dispatch through the registry (frontends.tflite.ops)."""
+operator dispatch through the registry (armnn_import_frontends.tflite.ops)."""
 from __future__ import annotations
 
 import os

@@ -136,7 +136,7 @@ def test_garbage_is_a_load_error(tmp_path, data):
     path = tmp_path / "junk.onnx"
     path.write_bytes(data)
     with pytest.raises(LoadError):
-        from frontends.onnx.loader import load_model
+        from armnn_import_frontends.onnx.loader import load_model
         load_model(str(path))
 
 

@@ -138,7 +138,7 @@ def test_a_shape_our_lowering_gets_wrong_is_an_internal_error(tmp_path, monkeypa
     import dataclasses
 
     from armnn_import import cli as cli_module
-    from frontends.onnx.ops import REGISTRY
+    from armnn_import_frontends.onnx.ops import REGISTRY
 
     real = REGISTRY.lookup
 

@@ -7,8 +7,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import armnn_import
-from frontends.onnx.loader import load_model
-from frontends.onnx.wire import MIN_BYTES, mapped_array, split_weights
+from armnn_import_frontends.onnx.loader import load_model
+from armnn_import_frontends.onnx.wire import MIN_BYTES, mapped_array, split_weights
 
 
 def _model(initializers, extra_nodes=()):
@@ -113,7 +113,7 @@ def test_external_data_is_mapped(tmp_path):
 def test_garbage_is_not_walked_field_by_field(monkeypatch):
     """Bytes that parse as endless tiny fields are given up on after MODEL_FIELDS fields
     and left to protobuf (not walked byte by byte in Python)."""
-    from frontends.onnx import wire
+    from armnn_import_frontends.onnx import wire
 
     calls = []
     real = wire._varint
@@ -130,7 +130,7 @@ def test_conformance_models_convert_the_same_from_a_file(tmp_path, monkeypatch):
     import sys
     from pathlib import Path
 
-    from frontends.onnx import wire
+    from armnn_import_frontends.onnx import wire
 
     sys.path.insert(0, str(Path(__file__).parent))
     import conformance

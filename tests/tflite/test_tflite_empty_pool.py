@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 from tfl_builder import ModelBuilder, run_litert  # noqa: E402
 
-from frontends.tflite.ops.empty import pool_out_size  # noqa: E402
+from armnn_import_frontends.tflite.ops.empty import pool_out_size  # noqa: E402
 
 QX = (0.04, -5)
 

@@ -35,7 +35,7 @@ def seed(name: str) -> None:
 def convert(data, **options):
     """What armnn_import.convert does, with the TFLite frontend chosen directly."""
     from armnn_import.passes import run_pipeline
-    from frontends.tflite import FRONTEND
+    from armnn_import_frontends.tflite import FRONTEND
 
     report = Report()
     graph = FRONTEND.convert(data, ConvertOptions(**options), report)
@@ -769,7 +769,7 @@ def test_conv_chain_keeps_nhwc_with_boundary_permutes_only():
 def test_tflite_model_object_is_accepted():
     import tflite
 
-    from frontends.tflite import FRONTEND
+    from armnn_import_frontends.tflite import FRONTEND
 
     seed("object")
     data, _ = conv()()

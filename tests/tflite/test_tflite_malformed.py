@@ -25,7 +25,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def convert(data):
-    from frontends.tflite import FRONTEND
+    from armnn_import_frontends.tflite import FRONTEND
     return FRONTEND.convert(data, ConvertOptions(), Report())
 
 
@@ -190,7 +190,7 @@ def _cli(*args, cwd):
     code = ("import sys\n"
             "import armnn_import.frontends as F\n"
             "from importlib.metadata import EntryPoint\n"
-            "F.available_frontends = lambda: {'tflite': EntryPoint('tflite', 'frontends.tflite:FRONTEND', F.GROUP)}\n"
+            "F.available_frontends = lambda: {'tflite': EntryPoint('tflite', 'armnn_import_frontends.tflite:FRONTEND', F.GROUP)}\n"
             "from armnn_import.cli import main\n"
             "sys.exit(main())\n")
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from tfl_builder import ModelBuilder, run_litert  # noqa: E402
 
 from armnn_import.errors import LoadError  # noqa: E402
-from frontends.tflite.sparse import DENSE, SPARSE_CSR, DimMeta, Sparsity, SparsityError, densify  # noqa: E402
+from armnn_import_frontends.tflite.sparse import DENSE, SPARSE_CSR, DimMeta, Sparsity, SparsityError, densify  # noqa: E402
 
 # A 4 x 6 matrix of 2 x 2 blocks (a 2 x 3 grid of blocks): row-block 0 holds blocks at
 # column-blocks 0 and 2, row-block 1 at column-block 1; each block stored row-major.
