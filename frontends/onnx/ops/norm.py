@@ -188,16 +188,19 @@ def lrn(ctx, node):
     return ctx.b.reshape(y, shape, f"{n}_back")
 
 
-@register("Softmax", since=1, until=12, layers=("Softmax", "Reshape"))
-def softmax_flat(ctx, node):
-    """Opsets < 13: softmax of x flattened to 2-D at `axis`."""
+def _on_2d(ctx, node, apply):
+    """Opsets < 13 of Softmax and LogSoftmax: `apply(flat, name)` to x flattened to 2-D at `axis`."""
     x, n = ctx.port(node, 0), ctx.name(node)
     shape = ctx.lshape(x)
     axis = norm_axes([ctx.attr(node, "axis", 1)], len(shape))[0]
     flat = ctx.b.reshape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))),
                          f"{n}_2d")
-    y = ctx.b.softmax(flat, -1, 1.0, n)
-    return ctx.to_shape(y, shape, f"{n}_nd")
+    return ctx.to_shape(apply(flat, n), shape, f"{n}_nd")
+
+
+@register("Softmax", since=1, until=12, layers=("Softmax", "Reshape"))
+def softmax_flat(ctx, node):
+    return _on_2d(ctx, node, lambda flat, n: ctx.b.softmax(flat, -1, 1.0, n))
 
 
 @register("Softmax", since=13, layers=("Softmax", "Permute"))
@@ -209,13 +212,7 @@ def softmax(ctx, node):
 
 @register("LogSoftmax", since=1, until=12, layers=("LogSoftmax", "Reshape"), needs="20.08")
 def log_softmax_flat(ctx, node):
-    """Opsets < 13: log-softmax of x flattened to 2-D at `axis`."""
-    x, n = ctx.port(node, 0), ctx.name(node)
-    shape = ctx.lshape(x)
-    axis = norm_axes([ctx.attr(node, "axis", 1)], len(shape))[0]
-    flat = ctx.b.reshape(x, (int(np.prod(shape[:axis], dtype=np.int64)), int(np.prod(shape[axis:], dtype=np.int64))),
-                         f"{n}_2d")
-    return ctx.to_shape(ctx.b.log_softmax(flat, -1, f"{n}_ls"), shape, n)
+    return _on_2d(ctx, node, lambda flat, n: ctx.b.log_softmax(flat, -1, n))
 
 
 @register("LogSoftmax", since=13, layers=("LogSoftmax",), needs="20.08")
