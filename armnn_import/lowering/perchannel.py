@@ -9,10 +9,12 @@ What each release's CpuRef runs (measured on the real runtimes, tests/test_perch
   [M, C, kH, kW] carry their C * M scales in output order c * M + m, on dimension 0 (the only
   dimension WorkloadData.cpp accepts); 23.08's deserializer permutes them to [1, H, W, C*M]
   and moves the dimension with them.
-- FullyConnected: 23.08 only. 20.08's PerAxisIterator::operator[] (the FullyConnected
-  workload's access) takes the scale's index from the weight's *value* modulo the axis
-  factor (BaseIterator.hpp), so its numbers are wrong; for 20.08 the weights are
-  requantized per tensor as for 19.02.
+- FullyConnected: neither. 20.08 aborts while optimizing ("GetBiasTypeFromWeightsType():
+  Unsupported data type", LayerSupportRules.hpp, for QSymmS8 weights), and even past that its
+  PerAxisIterator::operator[] (the FullyConnected workload's access) takes the scale's index
+  from the weight's value; 23.08 wants the weights of the input's type (QAsymmU8/QAsymmS8,
+  which its decoders read per tensor only). So a per-channel FullyConnected is a 1x1
+  Convolution2d over [rows, 1, 1, in] (NHWC), which computes the same sum in the same order.
 """
 from __future__ import annotations
 
@@ -22,8 +24,7 @@ from ..ir import descriptors as D
 from ..ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
 
 # The first release whose CpuRef runs per-axis weights in each layer type (see above).
-SINCE = {LayerType.Convolution2d: "20.08", LayerType.DepthwiseConvolution2d: "20.08",
-         LayerType.FullyConnected: "23.08"}
+SINCE = {LayerType.Convolution2d: "20.08", LayerType.DepthwiseConvolution2d: "20.08"}
 
 
 def available(nb, layer_type: LayerType) -> bool:
@@ -88,10 +89,14 @@ def conv2d(nb, x, w_oihw_int8: np.ndarray, scales, b: ConstTensor | None, out_q,
 
 
 def fully_connected(nb, x2, w_int8: np.ndarray, scales, b: ConstTensor | None, out_q, name: str):
-    """FullyConnected of 2-D x2 with per-axis weights [out, in], or None where the target's
-    CpuRef cannot run them (20.08: see above)."""
-    if not available(nb, LayerType.FullyConnected):
+    """FullyConnected of 2-D x2 [rows, in] with per-axis weights [out, in], as a 1x1
+    Convolution2d (see above); returns [rows, out]."""
+    rows, n_in = x2.info.shape
+    x4 = nb.reshape(x2, (rows, 1, 1, n_in), f"{name}_rows")
+    w = np.asarray(w_int8).reshape(w_int8.shape[0], n_in, 1, 1)  # OIHW
+    y = conv2d(nb, x4, w, scales, b, out_q, name, layout=DataLayout.NHWC)
+    if y is None:
         return None
-    nb.report.decomposition("per-channel int8 fully connected weights",
-                            "QSymmS8 weights with per-axis scales and a per-axis Signed32 bias (exact)")
-    return nb.fully_connected(x2, weights(w_int8, scales), b, name, quant=out_q)
+    nb.report.decomposition("per-channel int8 fully connected weights", "a 1x1 Convolution2d with "
+                            "per-axis QSymmS8 weights (CpuRef runs no per-axis FullyConnected)")
+    return nb.reshape(y, (rows, w.shape[0]), f"{name}_out")
