@@ -92,11 +92,11 @@ def fully_connected(nb, x2, w_int8: np.ndarray, scales, b: ConstTensor | None, o
     """FullyConnected of 2-D x2 [rows, in] with per-axis weights [out, in], as a 1x1
     Convolution2d (see above); returns [rows, out]."""
     rows, n_in = x2.info.shape
-    x4 = nb.reshape(x2, (rows, 1, 1, n_in), f"{name}_rows")
+    x4 = nb.reshape(x2, (rows, 1, 1, n_in), f"{name}_perchannel_rows")
     w = np.asarray(w_int8).reshape(w_int8.shape[0], n_in, 1, 1)  # OIHW
     y = conv2d(nb, x4, w, scales, b, out_q, name, layout=DataLayout.NHWC)
     if y is None:
         return None
     nb.report.decomposition("per-channel int8 fully connected weights", "a 1x1 Convolution2d with "
                             "per-axis QSymmS8 weights (CpuRef runs no per-axis FullyConnected)")
-    return nb.reshape(y, (rows, w.shape[0]), f"{name}_out")
+    return nb.reshape(y, (rows, w.shape[0]), f"{name}_perchannel_out")
