@@ -21,7 +21,7 @@ from armnn_import.verify_cmd import Tolerance, verify
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
 from reference_models import ROOT, converted, params  # noqa: E402
-from test_verify_cmd import HYBRID_KERNEL_ATOL  # noqa: E402
+from test_verify_cmd import HYBRID_KERNEL_ATOL, PER_CHANNEL_REQUANTIZED_LSB  # noqa: E402
 
 RICH = [r for r in RELEASES if r != "19.02"]
 # Per-channel int8 weights are exact in the richer formats (QSymmS8 with per-axis scales,
@@ -136,3 +136,22 @@ def test_an_operator_of_a_richer_format_is_refused_with_the_target_to_use(tmp_pa
     err = capsys.readouterr().err
     assert "needs the Arm NN 20.08 format" in err and "--target 20.08" in err
     assert cli.main([str(src), "-o", str(tmp_path / "a.armnn"), "--target", "20.08", "-q"]) == 0
+
+
+RUNNER_23_08 = os.environ.get("ARMNN_RUNNER_23_08", "/var/cache/armnn-import-harness/23.08-deb12/armnn-run")
+PER_CHANNEL_MODELS = [p for p in params() if p.values[0] in PER_CHANNEL_REQUANTIZED_LSB
+                      or p.values[0] == "tflite/ops/fully_connected_pruned.sparseint8.tflite"]
+
+
+@pytest.mark.parametrize("model_id, path, npz", PER_CHANNEL_MODELS)
+@pytest.mark.parametrize("target", RICH)
+def test_per_channel_model_on_the_23_08_runtime(target, model_id, path, npz, tmp_path):
+    """Per-channel int8 models written for 20.08 and 23.08 on Arm NN 23.08: exact weights, so
+    every single-operator model is within 1 LSB of LiteRT (see RICH_NETWORK_LSB)."""
+    if not os.access(RUNNER_23_08, os.X_OK):
+        pytest.skip(f"no Arm NN 23.08 runner at {RUNNER_23_08}")
+    out = tmp_path / "model.armnn"
+    _convert_cli(path, out, "--target", target)
+    tol = Tolerance(atol=HYBRID_KERNEL_ATOL.get(model_id, 1e-4), lsb=RICH_NETWORK_LSB.get(model_id, 1))
+    check = verify(path, str(out), tolerance=tol, armnn_runtime=RUNNER_23_08)
+    assert check.ok, check.format()
