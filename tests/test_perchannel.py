@@ -190,3 +190,48 @@ def test_per_axis_round_trip_and_refused_for_19_02():
     seed.layers[1].tensors["weights"] = plain
     with pytest.raises(GraphError, match="per-axis quantization, which the Arm NN 19.02 format lacks"):
         verify(seed)
+
+
+# -- float interface: QUANTIZE / DEQUANTIZE at a quantized TFLite model's edges ----------------------
+def _float_io_model(rng):
+    """float input -> QUANTIZE (int8) -> CONV_2D (per-channel int8 weights) -> DEQUANTIZE -> float."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+    from tfl_builder import ModelBuilder
+    mb = ModelBuilder()
+    x = mb.input("x", [1, 5, 6, 3])
+    xq = mb.op("QUANTIZE", [x], out_dtype=np.int8, out_quant=(0.03, -5))
+    w, s = _weights(rng, (4, 3, 3, 3), 4, 0)  # OHWI
+    wt = mb.const("w", w, quant=(s, np.zeros(4, np.int64), 0))
+    bs = (np.float32(0.03) * s).astype(np.float32)
+    bt = mb.const("b", np.round(rng.normal(0, 0.3, 4) / bs).astype(np.int32), quant=(bs, np.zeros(4, np.int64), 0))
+    y = mb.op("CONV_2D", [xq, wt, bt], "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1,
+              out_quant=(0.05, 3))
+    mb.output(mb.op("DEQUANTIZE", [y], out_dtype=np.float32))
+    return mb.build()
+
+
+@PAIRS
+def test_float_io_quantized_model_keeps_its_float_interface(target, release, armnn_runner, tmp_path):
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+    from tfl_builder import run_litert
+
+    import armnn_import
+    src = tmp_path / "floatio.tflite"
+    src.write_bytes(_float_io_model(np.random.default_rng(5)))
+    _, run = _runtime(release, armnn_runner)
+    g = armnn_import.convert(src, target=target).network
+    types = [l.type for l in g.layers]
+    assert LayerType.Quantize in types and LayerType.Dequantize in types
+    assert g.input_layers[0].outputs[0].dtype == DataType.Float32
+    assert next(l for l in g.layers if l.type == LayerType.Convolution2d).tensors["weights"].info.scales
+    x = np.random.default_rng(6).normal(0, 1.5, (1, 5, 6, 3)).astype(np.float32)
+    want = run_litert(src.read_bytes(), [x])[0]
+    got = np.asarray(run(write(g), [x])[0])
+    assert got.dtype == np.float32
+    assert np.abs(got - want).max() <= 0.05 * 1 + 1e-6  # at most 1 LSB of the output's scale
+    np.testing.assert_array_equal(run_executor(g, [x])[0], got)
+    # the seed format still has a quantized interface (no Quantize/Dequantize layers)
+    seed = armnn_import.convert(src).network
+    assert seed.input_layers[0].outputs[0].dtype == DataType.QuantisedAsymm8

@@ -127,6 +127,8 @@ class LayerType(IntEnum):
     Merger = 30
     L2Normalization = 31
     # the 20.08 format (the values are its LayerType enum's)
+    Quantize = 35
+    Dequantize = 36
     ArgMinMax = 47
     LogSoftmax = 51
     Comparison = 52

@@ -406,7 +406,18 @@ def _merger(layer, ins):
     return []
 
 
+def _quantize_rule(layer, ins):
+    """RefLayerSupport IsQuantizeSupported / IsDequantizeSupported (20.08)."""
+    x = ins[0]
+    if layer.type == LayerType.Quantize and x.dtype not in (DataType.Float32, DataType.Float16):
+        return [f"input is {x.dtype.name}; Quantize takes Float32 or Float16 (a requantization is an Activation)"]
+    if layer.type == LayerType.Dequantize and not x.dtype.is_quantized:
+        return [f"input is {x.dtype.name}; Dequantize takes a quantized tensor"]
+    return []
+
+
 _RULES = {
+    LayerType.Quantize: _quantize_rule, LayerType.Dequantize: _quantize_rule,
     LayerType.Convolution2d: _weighted, LayerType.DepthwiseConvolution2d: _weighted,
     LayerType.FullyConnected: _weighted, LayerType.BatchNormalization: _batchnorm,
     LayerType.Pooling2d: _pool, LayerType.Permute: _permute, LayerType.StridedSlice: _strided_slice,
