@@ -70,6 +70,8 @@ def quantize_linear(ctx, node):
     if ctx.quant.dequantize:
         return _saturate(ctx, node, ctx.port(node, 0), 1, 2)
     q = _params(ctx, node, 1, 2)
+    if not x.info.dtype.is_quantized and ctx.quant.float_edges and x.info.dtype == DataType.Float32:
+        return ctx.b.add(L.Quantize, ctx.name(node), [x], quant=q)  # the 20.08 format on
     if not x.info.dtype.is_quantized:
         raise Unsupported("quantizes a float tensor computed inside the model; Arm NN's format has no "
                           "Quantize layer and one network cannot mix float and quantized tensors",
@@ -90,6 +92,9 @@ def dequantize_linear(ctx, node):
     if not x.info.dtype.is_quantized:
         raise Unsupported(f"dequantizes a {x.info.dtype.name} tensor computed at run time", DEQUANTIZE_HINT)
     check_port(x, _params(ctx, node, 1, 2), "input 0")
+    out = node.outputs[0]
+    if ctx.quant.float_edges and out in ctx.quant.graph_outputs and not ctx.quant.consumers.get(out):
+        return ctx.b.add(L.Dequantize, ctx.name(node), [x])  # a float model output (20.08 format on)
     return x
 
 
