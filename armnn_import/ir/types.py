@@ -294,6 +294,10 @@ class ConstTensor:
 
     def dequantized(self) -> np.ndarray:
         """The values as float32 (dequantized if quantized)."""
+        if self.info.scales is not None:  # per axis: offset 0, one scale per index of quant_dim
+            shape = [1] * self.data.ndim
+            shape[self.info.quant_dim] = len(self.info.scales)
+            return (self.data.astype(np.float32) * np.asarray(self.info.scales, np.float32).reshape(shape))
         if self.info.dtype.is_quantized:
             return ((self.data.astype(np.float32) - self.info.offset) * np.float32(self.info.scale)).astype(np.float32)
         return self.data.astype(np.float32)
