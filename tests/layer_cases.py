@@ -417,7 +417,19 @@ def build_elementwise_unary(m, variant=None):
         m.out(f"y_{op.name}", l.out())
 
 
+def build_quantize(m):
+    """Quantize into QuantisedAsymm8 from the case's type (from QuantisedAsymm8: a requantization)."""
+    x = m.input("x", (2, 3, 5, 7))
+    m.out("y", m.g.add(LayerType.Quantize, "quantize", [x], quant=(0.03, 120)).out())
+
+
+def build_dequantize(m):
+    x = m.input("x", (2, 3, 5, 7))
+    m.out("y", m.g.add(LayerType.Dequantize, "dequantize", [x]).out())
+
+
 BUILDERS = {
+    LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,
     LayerType.Constant: build_constant, LayerType.Activation: build_activation,
     LayerType.Pooling2d: build_pooling2d, LayerType.Reshape: build_reshape,
@@ -533,6 +545,8 @@ SIGNED32_LAYERS = frozenset({
 BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, LayerType.Greater,
                             LayerType.Comparison})
 UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
+for _dt in (F32, F16):  # RefLayerSupport::IsDequantizeSupported: quantized inputs only
+    UNSUPPORTED[(LayerType.Dequantize, None, _dt, None)] = _no_type(LayerType.Dequantize, _dt)
 for _lt in LayerType:
     for _dt, _ok in ((S32, SIGNED32_LAYERS), (BOOL, BOOLEAN_LAYERS)):
         if _lt not in _ok and _lt != LayerType.Gather:

@@ -393,9 +393,13 @@ def convolution2d(layer, ins, infos):
 @layer_fn(LayerType.DepthwiseConvolution2d)
 def depthwise_convolution2d(layer, ins, infos):
     d, out_info = layer.desc, layer.outputs[0]
-    w = _const(layer, "weights")                        # [M, C, kH, kW] in both layouts
-    m, c, kh, kw = w.shape
-    w = w.transpose(1, 0, 2, 3).reshape(c * m, kh, kw)  # output channel c * M + m
+    t = layer.tensors["weights"]                        # [M, C, kH, kW] in both layouts
+    m, c, kh, kw = t.info.shape
+    if t.info.scales is not None:  # ConvImpl.cpp: SetIndex(filterIndex, cOutput), scale per output channel
+        w = t.data.astype(F32).transpose(1, 0, 2, 3).reshape(c * m, kh, kw) * \
+            np.asarray(t.info.scales, F32)[:, None, None]
+    else:
+        w = _const(layer, "weights").transpose(1, 0, 2, 3).reshape(c * m, kh, kw)  # output channel c * M + m
     x = _input_nchw(layer, ins, infos)
     x = np.repeat(x, m, axis=1)
     out_shape = _to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape

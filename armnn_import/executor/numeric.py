@@ -26,7 +26,13 @@ def decode(data: np.ndarray, info: TensorInfo) -> np.ndarray:
     dt = info.dtype
     if dt == DataType.Float32:
         return np.asarray(data, dtype=F32)
-    if dt == DataType.QuantisedAsymm8:
+    if info.scales is not None:
+        # QSymm8PerAxisDecoder / ScaledInt32PerAxisDecoder: value * scale of its index along
+        # quant_dim (offset 0). (Depthwise weights are indexed by output channel: layers.py.)
+        shape = [1] * data.ndim
+        shape[info.quant_dim] = len(info.scales)
+        return data.astype(F32) * np.asarray(info.scales, F32).reshape(shape)
+    if dt in (DataType.QuantisedAsymm8, DataType.QAsymmS8, DataType.QSymmS8):
         # Dequantize: float(value - offset) * scale, all in float32.
         return (data.astype(np.int64) - info.offset).astype(F32) * F32(info.scale)
     if dt == DataType.Signed32:
@@ -45,6 +51,8 @@ def encode(values: np.ndarray, info: TensorInfo) -> np.ndarray:
         return values
     if dt == DataType.QuantisedAsymm8:
         return quantize(values, info.scale, info.offset)
+    if dt in (DataType.QAsymmS8, DataType.QSymmS8):
+        return quantize(values, info.scale, info.offset, -128, 127).astype(np.int8)
     if dt == DataType.Float16:
         return to_half(values)
     if dt == DataType.Signed32:
@@ -54,13 +62,15 @@ def encode(values: np.ndarray, info: TensorInfo) -> np.ndarray:
     return values != 0  # Boolean
 
 
-def quantize(values: np.ndarray, scale: float, offset: int) -> np.ndarray:
-    """armnn::Quantize<uint8_t>: clamp(round(value / scale) + offset, 0, 255)."""
+def quantize(values: np.ndarray, scale: float, offset: int, lo: int = 0, hi: int = 255) -> np.ndarray:
+    """armnn::Quantize<uint8_t>: clamp(round(value / scale) + offset, 0, 255) (int8: -128..127)."""
     if np.isnan(values).any():
         # e.g. an average over an empty pooling window, or sqrt of a negative variance
         raise ExecutionError("a NaN result cannot be quantized (Arm NN 20.08 aborts on an assertion)")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         q = round_half_away(values.astype(F32) / F32(scale)) + F32(offset)
+    if lo < 0:
+        return np.clip(q, F32(lo), F32(hi)).astype(np.int16)
     return np.clip(q, F32(0), F32(255)).astype(np.uint8)
 
 

@@ -1,7 +1,8 @@
 """Layers of the richer formats (the 20.08 format on), following Arm NN's CpuRef
 reference workloads of the release that introduced them (20.08:
 src/backends/reference/workloads/ArgMinMax.cpp, LogSoftmax.cpp,
-RefComparisonWorkload.cpp, RefElementwiseUnaryWorkload.cpp)."""
+RefComparisonWorkload.cpp, RefElementwiseUnaryWorkload.cpp, RefQuantizeWorkload.cpp,
+RefDequantizeWorkload.cpp)."""
 from __future__ import annotations
 
 import numpy as np
@@ -71,3 +72,16 @@ def elementwise_unary(layer, ins, infos):
     with np.errstate(all="ignore"):
         y = _UNARY[op](decode(ins[0], infos[0]))
     return [encode(y, layer.outputs[0])]
+
+
+@layer_fn(LayerType.Quantize)
+def quantize_layer(layer, ins, infos):
+    # RefQuantizeWorkload: QuantizeImpl decodes to float and encodes into the output's type
+    # (armnn::Quantize: round half away, clamp)
+    return [encode(decode(ins[0], infos[0]), layer.outputs[0])]
+
+
+@layer_fn(LayerType.Dequantize)
+def dequantize_layer(layer, ins, infos):
+    # RefDequantizeWorkload: Dequantize.cpp, decoder to float, float encoder
+    return [encode(decode(ins[0], infos[0]), layer.outputs[0])]

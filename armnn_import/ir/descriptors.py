@@ -302,6 +302,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Mean: LayerKind("MeanLayer", MeanDescriptor, ()),
     LayerType.Merger: LayerKind("MergerLayer", OriginsDescriptor, ()),
     LayerType.L2Normalization: LayerKind("L2NormalizationLayer", L2NormalizationDescriptor, ()),
+    LayerType.Quantize: LayerKind("QuantizeLayer", None, (), since="20.08"),
+    LayerType.Dequantize: LayerKind("DequantizeLayer", None, (), since="20.08"),
     LayerType.ArgMinMax: LayerKind("ArgMinMaxLayer", ArgMinMaxDescriptor, (), since="20.08"),
     LayerType.LogSoftmax: LayerKind("LogSoftmaxLayer", LogSoftmaxDescriptor, (), since="20.08"),
     LayerType.Comparison: LayerKind("ComparisonLayer", ComparisonDescriptor, (), since="20.08"),

@@ -17,6 +17,9 @@ class DataType(IntEnum):
     QuantisedAsymm8 = 2
     Signed32 = 3
     Boolean = 4
+    # the 20.08 format on (ENUM_SINCE): int8 with one offset, and symmetric int8 (per-axis weights)
+    QAsymmS8 = 8
+    QSymmS8 = 9
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -24,7 +27,7 @@ class DataType(IntEnum):
 
     @property
     def is_quantized(self) -> bool:
-        return self is DataType.QuantisedAsymm8
+        return self in (DataType.QuantisedAsymm8, DataType.QAsymmS8, DataType.QSymmS8)
 
     @classmethod
     def from_numpy(cls, dtype) -> "DataType":
@@ -41,6 +44,8 @@ _NP_DTYPES = {
     DataType.QuantisedAsymm8: np.dtype(np.uint8),
     DataType.Signed32: np.dtype(np.int32),
     DataType.Boolean: np.dtype(np.bool_),
+    DataType.QAsymmS8: np.dtype(np.int8),
+    DataType.QSymmS8: np.dtype(np.int8),
 }
 
 
@@ -122,6 +127,8 @@ class LayerType(IntEnum):
     Merger = 30
     L2Normalization = 31
     # the 20.08 format (the values are its LayerType enum's)
+    Quantize = 35
+    Dequantize = 36
     ArgMinMax = 47
     LogSoftmax = 51
     Comparison = 52
@@ -158,6 +165,7 @@ class UnaryOperation(IntEnum):
 # IntEnum members of different enums with the same value are equal as dict keys.
 ENUM_SINCE = {(UnaryOperation, int(v)): "23.08" for v in (UnaryOperation.LogicalNot, UnaryOperation.Log,
                                                          UnaryOperation.Sin, UnaryOperation.Ceil)}
+ENUM_SINCE.update({(DataType, int(v)): "20.08" for v in (DataType.QAsymmS8, DataType.QSymmS8)})
 
 
 class ConstTensorData(IntEnum):
@@ -176,22 +184,40 @@ DEFAULT_STORAGE = {
     DataType.QuantisedAsymm8: ConstTensorData.ByteData,
     DataType.Signed32: ConstTensorData.IntData,
     DataType.Boolean: ConstTensorData.ByteData,
+    DataType.QAsymmS8: ConstTensorData.ByteData,
+    DataType.QSymmS8: ConstTensorData.ByteData,
 }
 
 
 @dataclass(frozen=True)
 class TensorInfo:
-    """Shape, data type and per-tensor quantization of one tensor."""
+    """Shape, data type and quantization of one tensor: per tensor (scale, offset), or
+    per axis (the 20.08 format on: `scales`, one per index of dimension `quant_dim`,
+    offset 0; `scale` is then scales[0], as Arm NN's TensorInfo reports it)."""
     shape: tuple[int, ...]
     dtype: DataType = DataType.Float32
     scale: float = 1.0
     offset: int = 0
+    scales: tuple[float, ...] | None = None
+    quant_dim: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         object.__setattr__(self, "dtype", DataType(self.dtype))
         object.__setattr__(self, "scale", float(np.float32(self.scale)))
         object.__setattr__(self, "offset", int(self.offset))
+        if self.scales is not None:
+            object.__setattr__(self, "scales", tuple(float(v) for v in np.asarray(self.scales, np.float32)))
+        object.__setattr__(self, "quant_dim", int(self.quant_dim))
+
+    @classmethod
+    def per_axis(cls, shape, dtype: "DataType", scales, quant_dim: int = 0) -> "TensorInfo":
+        scales = tuple(float(v) for v in np.asarray(scales, np.float32).reshape(-1))
+        return cls(shape, dtype, scales[0] if scales else 1.0, 0, scales, quant_dim)
+
+    @property
+    def per_axis_quantized(self) -> bool:
+        return self.scales is not None
 
     @property
     def rank(self) -> int:
@@ -205,16 +231,18 @@ class TensorInfo:
         return n
 
     def with_shape(self, shape) -> "TensorInfo":
-        return TensorInfo(tuple(shape), self.dtype, self.scale, self.offset)
+        return TensorInfo(tuple(shape), self.dtype, self.scale, self.offset, self.scales, self.quant_dim)
 
     def with_dtype(self, dtype: DataType) -> "TensorInfo":
         if dtype.is_quantized:
-            return TensorInfo(self.shape, dtype, self.scale, self.offset)
+            return TensorInfo(self.shape, dtype, self.scale, self.offset, self.scales, self.quant_dim)
         return TensorInfo(self.shape, dtype)
 
     def __str__(self):
         dims = "x".join(str(d) for d in self.shape) or "scalar"
         q = f" q=({self.scale:g},{self.offset})" if self.dtype.is_quantized else ""
+        if self.scales is not None:
+            q = f" q=({len(self.scales)} scales on axis {self.quant_dim})"
         return f"{dims} {self.dtype.name}{q}"
 
 
@@ -272,6 +300,10 @@ class ConstTensor:
 
     def dequantized(self) -> np.ndarray:
         """The values as float32 (dequantized if quantized)."""
+        if self.info.scales is not None:  # per axis: offset 0, one scale per index of quant_dim
+            shape = [1] * self.data.ndim
+            shape[self.info.quant_dim] = len(self.info.scales)
+            return (self.data.astype(np.float32) * np.asarray(self.info.scales, np.float32).reshape(shape))
         if self.info.dtype.is_quantized:
             return ((self.data.astype(np.float32) - self.info.offset) * np.float32(self.info.scale)).astype(np.float32)
         return self.data.astype(np.float32)

@@ -168,6 +168,9 @@ def _beyond_target(layer, target) -> list[str]:
     dilation), or an enum value the format lacks."""
     if not target.has(layer.type):
         return [f"is not in the Arm NN {target} format (it needs --target {since(layer.type)} or later)"]
+    tensors = _tensor_beyond_target(layer, target)
+    if tensors:
+        return tensors
     desc = layer.desc
     later, enums = _fields_of(type(desc))[0]
     if not later and not enums:
@@ -187,6 +190,21 @@ def _beyond_target(layer, target) -> list[str]:
         [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}, which the Arm NN {target} format "
          f"lacks (--target {since(getattr(desc, f.name))} has it)"
          for f in enums if not target.has(getattr(desc, f.name))]
+
+
+def _tensor_beyond_target(layer, target) -> list[str]:
+    """Data types and per-axis quantization that the target's TensorInfo cannot hold."""
+    infos = [(f"output {i}", info) for i, info in enumerate(layer.outputs)]
+    infos += [(f"constant '{k}'", ct.info) for k, ct in layer.tensors.items()]
+    problems = []
+    for what, info in infos:
+        if not target.has(info.dtype):
+            problems.append(f"{what} is {info.dtype.name}, which the Arm NN {target} format lacks "
+                            f"(--target {since(info.dtype)} has it)")
+        elif info.scales is not None and not target.at_least("20.08"):
+            problems.append(f"{what} has per-axis quantization, which the Arm NN {target} format lacks "
+                            "(--target 20.08 has it)")
+    return problems
 
 
 UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
@@ -253,10 +271,25 @@ def _check_quant(info: TensorInfo, what: str) -> list[str]:
     if not info.dtype.is_quantized:
         return []  # Arm NN ignores scale/offset of other types (bias scale is checked apart)
     problems = []
+    if info.scales is not None:
+        return _check_per_axis(info, what)
     if not (math.isfinite(info.scale) and info.scale > 0):
         problems.append(f"{what} is {info.dtype.name} with scale {info.scale}; it must be finite and > 0")
-    if not 0 <= info.offset <= 255:
-        problems.append(f"{what} is {info.dtype.name} with offset {info.offset}; it must be in 0..255")
+    lo, hi = {DataType.QAsymmS8: (-128, 127), DataType.QSymmS8: (0, 0)}.get(info.dtype, (0, 255))
+    if not lo <= info.offset <= hi:
+        problems.append(f"{what} is {info.dtype.name} with offset {info.offset}; it must be in {lo}..{hi}")
+    return problems
+
+
+def _check_per_axis(info: TensorInfo, what: str) -> list[str]:
+    """WorkloadData.cpp ValidatePerAxisQuantization*: dimension 0, offset 0, one scale per index
+    of that dimension (the one exception, depthwise weights, is checked by its layer)."""
+    problems = []
+    if not all(math.isfinite(v) and v > 0 for v in info.scales):
+        problems.append(f"{what} has per-axis scales that are not all finite and > 0")
+    if info.quant_dim != 0 or info.offset != 0:
+        problems.append(f"{what} has per-axis quantization on dimension {info.quant_dim} with offset "
+                        f"{info.offset}; Arm NN takes dimension 0 and offset 0 only")
     return problems
 
 
@@ -299,6 +332,8 @@ def _weighted(layer, ins):
             layout = "[O, I]" if d.transpose_weights_matrix else "[I, O]"
             return [f"weights {w.shape} ({layout}) take {w_in} inputs, the input {x.shape} gives {n_in}"]
     problems = []
+    if w.scales is not None:
+        return problems + _per_axis_weighted(layer, x, w, out_c)
     if x.dtype.is_quantized:
         if w.dtype != DataType.QuantisedAsymm8:
             problems.append(f"weights are {w.dtype.name}; a quantized input needs QuantisedAsymm8 weights")
@@ -394,9 +429,42 @@ def _merger(layer, ins):
     return []
 
 
+def _quantize_rule(layer, ins):
+    """RefLayerSupport IsQuantizeSupported / IsDequantizeSupported (20.08)."""
+    # (the file can hold any input type; what CpuRef runs is in tests/layer_cases.py)
+    x, y = ins[0], layer.outputs[0]
+    if layer.type == LayerType.Quantize and not y.dtype.is_quantized:
+        return [f"output is {y.dtype.name}; Quantize gives a quantized tensor"]
+    return []
+
+
 _RULES = {
+    LayerType.Quantize: _quantize_rule, LayerType.Dequantize: _quantize_rule,
     LayerType.Convolution2d: _weighted, LayerType.DepthwiseConvolution2d: _weighted,
     LayerType.FullyConnected: _weighted, LayerType.BatchNormalization: _batchnorm,
     LayerType.Pooling2d: _pool, LayerType.Permute: _permute, LayerType.StridedSlice: _strided_slice,
     LayerType.Reshape: _reshape, LayerType.Gather: _gather, LayerType.Merger: _merger,
 }
+
+
+def _per_axis_weighted(layer, x, w, out_c) -> list[str]:
+    """Per-axis QSymmS8 weights (20.08 on): a quantized input and output of one type, one weight
+    scale per output channel (depthwise [M, C, kH, kW]: C * M, in output order c * M + m, which
+    CpuRef's ConvImpl indexes by output channel), and a Signed32 bias with per-axis scales
+    input scale * weight scale."""
+    y = layer.outputs[0]
+    problems = []
+    if w.dtype != DataType.QSymmS8 or not x.dtype.is_quantized or x.dtype != y.dtype:
+        problems.append(f"per-axis {w.dtype.name} weights need QSymmS8 weights and a quantized input and "
+                        f"output of one type (input {x.dtype.name}, output {y.dtype.name})")
+    if len(w.scales) != out_c:
+        problems.append(f"weights have {len(w.scales)} per-axis scales for {out_c} output channels")
+    b = layer.tensors.get("biases")
+    if b is not None:
+        b = b.info
+        want = [float(x.scale) * s for s in w.scales]
+        if (b.dtype != DataType.Signed32 or b.scales is None or b.shape != (out_c,) or len(b.scales) != out_c
+                or any(abs(g - v) > max(1e-6, 1e-5 * v) for g, v in zip(b.scales, want))):
+            problems.append(f"biases must be Signed32 [{out_c}] with per-axis scales input scale * weight "
+                            f"scale, got {b}")
+    return problems

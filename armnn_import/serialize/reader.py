@@ -69,7 +69,13 @@ def _tensor_info(buf, ti, what: str) -> TensorInfo:
         dtype = DataType(ti.DataType())
     except ValueError:
         raise ReadError(f"{what}: unknown data type {ti.DataType()}") from None
-    return TensorInfo(tuple(int(d) for d in dims), dtype, ti.QuantizationScale(), ti.QuantizationOffset())
+    scales = None
+    if hasattr(ti, "QuantizationScalesIsNone") and not ti.QuantizationScalesIsNone():
+        buf.check_len(ti.QuantizationScalesLength(), 4, what)
+        scales = () if ti.QuantizationScalesLength() == 0 else \
+            tuple(float(v) for v in np.asarray(ti.QuantizationScalesAsNumpy(), np.float32).reshape(-1))
+    return TensorInfo(tuple(int(d) for d in dims), dtype, ti.QuantizationScale(), ti.QuantizationOffset(),
+                      scales, ti.QuantizationDim() if scales is not None else 0)
 
 
 def _const_tensor(buf, ct, what: str) -> ConstTensor:

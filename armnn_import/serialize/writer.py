@@ -119,11 +119,17 @@ def _tables_vector(b, table: str, field: str, offsets: list[int]) -> int:
 
 def _tensor_info(b, info: TensorInfo) -> int:
     dims = _vector(b, info.shape, np.uint32)
+    # per-axis scales (slots 4 and 5, the 20.08 format on; verify refuses them for 19.02):
+    # Arm NN's deserializer takes a tensor as per-axis when the vector is present
+    scales = None if info.scales is None else _vector(b, info.scales, np.float32)
     b.fb.TensorInfoStart(b)
     b.fb.TensorInfoAddDimensions(b, dims)
     b.fb.TensorInfoAddDataType(b, int(info.dtype))
     b.fb.TensorInfoAddQuantizationScale(b, info.scale)
     b.fb.TensorInfoAddQuantizationOffset(b, info.offset)
+    if scales is not None:
+        b.fb.TensorInfoAddQuantizationScales(b, scales)
+        b.fb.TensorInfoAddQuantizationDim(b, info.quant_dim)
     return b.fb.TensorInfoEnd(b)
 
 

@@ -185,6 +185,7 @@ class Converter(LoweringContext):
                 raise LoadError(f"sparse initializer {sp.values.name!r} cannot be read: {e}") from None
         self.model_opset = self.opset
         self.quant = QuantState(self.model, self.values, self.options, self.report)
+        self.quant.float_edges = self.g.target.has(LayerType.Quantize)  # float I/O from 20.08 on
         self._inputs()
         nodes = [Node(p, i, self.opset) for i, p in enumerate(graph.node)]
         with self.report.phase("onnx:shape-inference"):

@@ -102,6 +102,10 @@ class QuantState:
     def __init__(self, model, values: dict, options, report):
         self.dequantize = bool(options.dequantize)
         self.report = report
+        # From the 20.08 format on (set by the converter) the network keeps the model's float
+        # inputs and outputs, with Quantize and Dequantize layers at its edges
+        self.float_edges = False
+        self.graph_outputs = {o.name for o in model.graph.output}
         self.producer, self.consumers = {}, {}
         self.constants = {k: v for k, v in values.items() if isinstance(v, np.ndarray)}
         self.active = False
@@ -175,7 +179,7 @@ class QuantState:
 
     def input_quant(self, name: str) -> tuple[float, int] | None:
         """A float model input that only feeds QuantizeLinear nodes becomes a uint8 input."""
-        if self.dequantize or not self.active:
+        if self.dequantize or not self.active or self.float_edges:
             return None
         q = self.after(name)
         if q is not None:

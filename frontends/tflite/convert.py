@@ -392,8 +392,9 @@ class Ctx:
     def _edges(self) -> None:
         """Float inputs that only feed QUANTIZE ops become quantized inputs, and
         outputs made by DEQUANTIZE become the quantized tensors: Arm NN's
-        format has no Quantize or Dequantize layer."""
-        if self.dequantize:
+        format has no Quantize or Dequantize layer. (From the 20.08 format on the network keeps
+        the model's float interface, with Quantize and Dequantize layers: ops/quantize.py.)"""
+        if self.dequantize or self.nb.g.target.has(LayerType.Quantize):
             return
         ops = self.m.operators
         for i in self.m.inputs:

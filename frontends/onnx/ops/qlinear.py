@@ -13,7 +13,7 @@ from armnn_import.ir.graph import Port
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import ConstTensor, DataType, PoolingAlgorithm, TensorInfo
 from armnn_import.ir.types import LayerType as L
-from armnn_import.lowering import Unsupported
+from armnn_import.lowering import Unsupported, perchannel
 from armnn_import.lowering.qround import mean_half_even
 from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
 
@@ -71,6 +71,8 @@ def quantize_linear(ctx, node):
     if ctx.quant.dequantize:
         return _saturate(ctx, node, ctx.port(node, 0), 1, 2)
     q = _params(ctx, node, 1, 2)
+    if not x.info.dtype.is_quantized and ctx.quant.float_edges and x.info.dtype == DataType.Float32:
+        return ctx.b.add(L.Quantize, ctx.name(node), [x], quant=q)  # the 20.08 format on
     if not x.info.dtype.is_quantized:
         raise Unsupported("quantizes a float tensor computed inside the model; Arm NN's format has no "
                           "Quantize layer and one network cannot mix float and quantized tensors",
@@ -91,6 +93,9 @@ def dequantize_linear(ctx, node):
     if not x.info.dtype.is_quantized:
         raise Unsupported(f"dequantizes a {x.info.dtype.name} tensor computed at run time", DEQUANTIZE_HINT)
     check_port(x, _params(ctx, node, 1, 2), "input 0")
+    out = node.outputs[0]
+    if ctx.quant.float_edges and out in ctx.quant.graph_outputs and not ctx.quant.consumers.get(out):
+        return ctx.b.add(L.Dequantize, ctx.name(node), [x])  # a float model output (20.08 format on)
     return x
 
 
@@ -116,6 +121,39 @@ def _conv(ctx, node, x: Port, w, bias, yq, wq=None, requantized=None) -> Port:
     return _back(ctx, y, nd, node)
 
 
+def _per_axis(ctx, real_o, src):
+    """(int8 weights, scales) of per-channel symmetric int8 weights whose scales run along the
+    output axis 0 of `real_o` (checked: real = q * scale), on the rich targets; else None."""
+    if src is None or not ctx.b.g.target.at_least("20.08"):
+        return None
+    q, scale, zp = src[:3]
+    sc = np.asarray(scale, np.float32).reshape(-1)
+    q = np.asarray(q)
+    if sc.size < 2 or np.all(sc == sc[0]) or sc.size != q.shape[0] or not perchannel.symmetric_int8(q, zp):
+        return None
+    real = q.astype(np.float64) * sc.astype(np.float64).reshape((-1,) + (1,) * (q.ndim - 1))
+    if q.shape != np.shape(real_o) or not np.allclose(real, real_o, rtol=1e-6, atol=0):
+        return None
+    return q, sc
+
+
+def _conv_per_axis(ctx, node, x: Port, pa, bias, yq):
+    """_conv with per-axis weights (lowering/perchannel.py), or None (grouped convolutions)."""
+    q, sc = pa
+    groups = int(ctx.attr(node, "group", 1))
+    cin = ctx.lshape(x)[1]
+    if not (groups == 1 or (groups == cin and q.shape[1] == 1)):
+        return None
+    x, nd = _to_4d(ctx, x, node)
+    w = _conv_operands(x, q, bias, nd, groups)
+    strides, dil = _pair(ctx.attr(node, "strides"), nd, 1), _pair(ctx.attr(node, "dilations"), nd, 1)
+    pads = _pads(ctx, node, nd, x.info.shape[2:], w.shape[2:], strides, dil)
+    b = None if bias is None else perchannel.bias(np.asarray(bias, np.float64).reshape(-1), x.info.scale, sc)
+    y = perchannel.conv2d(ctx.b, x, w, sc, b, yq, ctx.name(node), strides=strides, pads=pads,
+                          dilations=dil, groups=groups)
+    return _back(ctx, y, nd, node)
+
+
 @register("QLinearConv", since=10, layers=("Convolution2d", "DepthwiseConvolution2d", "FullyConnected", "Permute",
                                           "Reshape", "Pad", "Addition", "StridedSlice", "SpaceToBatchNd",
                                           "BatchToSpaceNd", "Merger", "BatchNormalization"),
@@ -135,6 +173,10 @@ def qlinear_conv(ctx, node):
     if ctx.quant.dequantize:
         ctx.quant.note_dequantized(node.inputs[3])
         return _saturate(ctx, node, _conv(ctx, node, x, real, bias, None), 6, 7)
+    pa = _per_axis(ctx, real, (w, ws, wz))
+    y = None if pa is None else _conv_per_axis(ctx, node, x, pa, bias, _params(ctx, node, 6, 7))
+    if y is not None:
+        return y
     wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[3], real, (w, ws, wz, 0))
     return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq, fallback)
 
@@ -144,8 +186,12 @@ def qdq_conv(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     real = ctx.const(node, 1, "weights").astype(np.float32)
     bias = ctx.const(node, 2, "bias").reshape(-1) if ctx.has(node, 2) else None
-    wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[1], real,
-                                               ctx.quant.weight(ctx, node.inputs[1]))
+    src = ctx.quant.weight(ctx, node.inputs[1])
+    pa = _per_axis(ctx, real, src)
+    y = None if pa is None else _conv_per_axis(ctx, node, x, pa, bias, ctx.quant.out_quant(node))
+    if y is not None:
+        return y
+    wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[1], real, src)
     return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq, fallback)
 
 
@@ -171,8 +217,24 @@ def _matrix(ctx, node, x: Port, real_oi, src_oi, bias, yq, tensor: str) -> Port:
     if yq is None:
         return _fc(ctx, x, real_oi, None if bias is None else np.broadcast_to(
             np.asarray(bias, np.float32).reshape(-1), (real_oi.shape[0],)).copy(), name)
+    pa = _per_axis(ctx, real_oi, src_oi)
+    if pa is not None:
+        return _fc_per_axis(ctx, x, pa, bias, yq, name)
     wu8, wq = ctx.quant.weights_u8(name, tensor, real_oi, src_oi, 0)
     return _fc_quant(ctx, x, wu8, wq, bias, yq, name)
+
+
+def _fc_per_axis(ctx, x: Port, pa, bias, yq, name: str) -> Port:
+    """_fc_quant with per-axis weights [O, K] (lowering/perchannel.py: a 1x1 convolution)."""
+    q, sc = pa
+    shape = x.info.shape
+    if q.shape[1] != shape[-1]:
+        raise Unsupported(f"weights {q.shape[::-1]} do not fit an input of shape {shape}")
+    flat = ctx.b.reshape(x, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
+    b = None if bias is None else perchannel.bias(
+        np.broadcast_to(np.asarray(bias, np.float64).reshape(-1), (q.shape[0],)), x.info.scale, sc)
+    y = perchannel.fully_connected(ctx.b, flat, q, sc, b, yq, name)
+    return ctx.b.reshape(y, shape[:-1] + (q.shape[0],), f"{name}_nd")
 
 
 def _const_weights(ctx, node, i, what="weights"):

@@ -8,6 +8,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType, PoolingAlgorithm,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering import perchannel
 from armnn_import.lowering.qround import relabel
 from armnn_import.lowering.quant import (PER_CHANNEL_EXACT, channel_runs, quant_conv2d, quant_conv2d_nchw,
                                          requantize_weights)
@@ -86,6 +87,31 @@ def per_channel_weights(ctx, i: int, axis: int):
     return q, np.asarray(t.quant.scale, np.float32).reshape(-1), offset
 
 
+def per_axis_weights(ctx, wi: int, bi: int, axis: int, x_scale: float):
+    """(int8 weights as stored, their scales, the per-axis Signed32 bias or None) of per-channel
+    symmetric int8 weights quantized along `axis` (the output channels), else None."""
+    t = ctx.t(wi)
+    if (wi in ctx.folded or t.data is None or t.quant is None or t.quant.per_tensor or t.quant.axis != axis
+            or not perchannel.symmetric_int8(t.data, t.quant.zero_point)):
+        return None
+    b = None
+    if bi >= 0:
+        bt = ctx.t(bi)
+        raw = bt.data if bi not in ctx.folded and bt.type == Q.INT32 and bt.quant is not None else None
+        b = perchannel.bias(Q.finite(ctx.const(bi), f"bias {bt.name!r}"), x_scale, t.quant.scale, raw,
+                            None if raw is None else bt.quant.scale)
+    return t.data, t.quant.scale, b
+
+
+def _per_axis_conv(ctx, op, x, wi, bi, to_oihw, w_axis, q, name, **geometry):
+    """The rich targets' exact per-channel convolution (lowering/perchannel.py), or None."""
+    found = per_axis_weights(ctx, wi, bi, w_axis, x.info.scale)
+    if found is None:
+        return None
+    w, scales, b = found
+    return perchannel.conv2d(ctx.nb, x, to_oihw(w), scales, b, q, name, layout=NHWC, **geometry)
+
+
 def _const_weights(op, ctx, k=1):
     if not ctx.is_const(op.inputs[k]):
         return "weights that are computed at run time (Arm NN's format keeps weights constant)"
@@ -122,6 +148,11 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
         w = to_oihw(float_weights(ctx, wi, name))
         return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
+    if nb.g.target.at_least("20.08"):
+        y = _per_axis_conv(ctx, op, x, wi, bi, to_oihw, w_axis, q, name, strides=strides, pads=pads,
+                           dilations=dilations, groups=groups)
+        if y is not None:
+            return y
     exact = per_channel_weights(ctx, wi, w_axis)
     requantized = []
 
@@ -293,6 +324,9 @@ def fully_connected(ctx, op):
     if q is None:
         bias = ctx.const(bi) if bi >= 0 else None
         y = nb.fully_connected(x2, float_weights(ctx, wi, name), bias, name)
+    elif nb.g.target.at_least("20.08") and (pa := per_axis_weights(ctx, wi, bi, 0, x.info.scale)) is not None \
+            and (y := perchannel.fully_connected(nb, x2, pa[0], pa[1], pa[2], q, name)) is not None:
+        pass  # per-channel int8 weights kept exact where the target's CpuRef runs them
     else:
         y = _quant_fc(ctx, x2, wi, bi, name, q)
     shape = x.info.shape[:-1] + (out_c,) if o.get("keep_num_dims") else (rows, out_c)
