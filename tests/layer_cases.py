@@ -410,6 +410,8 @@ def build_comparison(m):
 
 def build_elementwise_unary(m, variant=None):
     ops = [o for o in UnaryOperation if o.value <= 4]
+    if m.dt == S32:  # (integer-valued results only: 23.08's Signed32 Rsqrt/Sqrt/Exp round their own way)
+        ops = [UnaryOperation.Abs, UnaryOperation.Neg]
     x = m.input("x", (2, 3, 5, 7), positive=True)
     for op in ops:
         l = m.g.add(LayerType.ElementwiseUnary, op.name, [x], ElementwiseUnaryDescriptor(op),
@@ -596,6 +598,8 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Pooling2d, "L2", None, None): ("pass", "the 23.08 deserializer reads L2 pooling"),
     (LayerType.Merger, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
     (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
+    (LayerType.Dequantize, None, F16, None): ("pass", "23.08's CpuRef dequantizes (converts) Float16"),
+    (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),
     # 23.08 turns these layers into one ElementwiseBinary layer, which CpuRef has for no Boolean
     **{(_lt, None, BOOL, None): ("unsupported", (
         "CpuRef has no workload for this data type (layer support check fails in Optimize)",
