@@ -68,4 +68,6 @@ def test_rich_target_converts_the_operators_it_adds(results_rich, armnn_release_
     ops = ("ArgMax", "ArgMin", "LogSoftmax") + (("Log", "Sin") if armnn_release_runner.release == "23.08" else ())
     for op in ops:
         cases = {k: v for k, v in results_rich.items() if v[0] == op}
-        assert cases and all(v[1] == "pass" for v in cases.values()), cases
+        # select_last_index=1: refused (Arm NN's ArgMinMax returns the first index of a tie)
+        want = {k: "refused" if "select_last_index" in k else "pass" for k in cases}
+        assert cases and {k: v[1] for k, v in cases.items()} == want, cases
