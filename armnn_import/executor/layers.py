@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ExecutionError
 from ..ir.descriptors import BINARY_LAYERS
 from ..ir.shapes import strided_slice_range
-from ..ir.types import (ActivationFunction, DataLayout, DataType, LayerType,
+from ..ir.types import (ActivationFunction, DataLayout, DataType, LayerType, TensorInfo,
                         NormalizationAlgorithmChannel, NormalizationAlgorithmMethod,
                         PaddingMethod, PoolingAlgorithm)
 from .numeric import F32, decode, encode
@@ -135,9 +135,10 @@ def merger(layer, ins, infos):
 @layer_fn(LayerType.Pad)
 def pad(layer, ins, infos):
     out_info = layer.outputs[0]
-    # Pad.cpp fills with the pad value 0 encoded with scale 1, offset 0 (raw 0 even for
+    # Pad.cpp fills with the pad value encoded with scale 1, offset 0 (raw, even for
     # quantized outputs), and copies the input only for ranks 1 to 4.
-    out = np.zeros(out_info.shape, out_info.dtype.np_dtype)
+    fill = TensorInfo(out_info.shape, out_info.dtype, 1.0, 0)
+    out = encode(np.full(out_info.shape, layer.desc.pad_value, np.float32), fill)
     x = ins[0]
     if 1 <= x.ndim <= 4:
         p = layer.desc.pad_list

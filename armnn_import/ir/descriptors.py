@@ -196,6 +196,7 @@ class MeanDescriptor:
 @dataclass
 class PadDescriptor:
     pad_list: tuple[int, ...] = _tuple()  # flattened (before, after) pairs
+    pad_value: float = _since("20.08", 0.0)  # written raw (scale 1, offset 0) into quantized outputs
 
 
 @dataclass

@@ -335,8 +335,8 @@ def _weighted(layer, ins):
     if w.scales is not None:
         return problems + _per_axis_weighted(layer, x, w, out_c)
     if x.dtype.is_quantized:
-        if w.dtype != DataType.QuantisedAsymm8:
-            problems.append(f"weights are {w.dtype.name}; a quantized input needs QuantisedAsymm8 weights")
+        if w.dtype != (DataType.QAsymmS8 if x.dtype == DataType.QAsymmS8 else DataType.QuantisedAsymm8):
+            problems.append(f"weights are {w.dtype.name}; a {x.dtype.name} input needs weights of its type")
     elif w.dtype != x.dtype:
         problems.append(f"weights are {w.dtype.name}, the input is {x.dtype.name}; they must match")
     if "biases" in layer.tensors:

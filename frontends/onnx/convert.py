@@ -207,6 +207,7 @@ class Converter(LoweringContext):
                     self._node(node)
             self._outputs()
             self.quant.note_outputs(self.g)
+            self.quant.keep_int8(self.g, self.values, getattr(self, "inferred_types", None) or {})
         if self.problems:
             order = {n.name: i for i, n in enumerate(self.nodes)}
             self.problems.sort(key=lambda p: order.get(p.node, len(order)))

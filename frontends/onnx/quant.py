@@ -48,6 +48,10 @@ QUANT_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLi
 MOVES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Split", "Slice",
                    "DepthToSpace", "SpaceToDepth"})
 DEQUANTIZE_HINT = "--dequantize converts the whole model to float (quantize/dequantize pairs become identities)"
+# The input holding the zero point of the tensor an operator writes.
+ZERO_POINT_INPUT = {"QuantizeLinear": 2, "QLinearConv": 7, "QLinearMatMul": 7, "QLinearAdd": 7, "QLinearMul": 7,
+                    "QLinearGlobalAveragePool": 4, "QLinearAveragePool": 4, "QLinearLeakyRelu": 4,
+                    "QLinearSigmoid": 4, "QLinearConcat": 1, "QGemm": 8}
 QDQ_OPS: dict = {}  # op -> converter of the float operator on quantized inputs (filled by ops/qlinear.py)
 
 
@@ -203,6 +207,23 @@ class QuantState:
                 "scale": info.scale, "offset": info.offset})
             if zp is not None and zp.dtype == np.int8:
                 self.report.quantization[-1]["decision"] += " (the int8 values + 128)"
+
+    def keep_int8(self, graph, values: dict, elem_types: dict) -> None:
+        """From the 20.08 format on, the model's int8 tensors become QAsymmS8 (lowering/int8.py):
+        the element types shape inference gives the tensors, and the zero points of the
+        operators that write quantized tensors, tell which are int8."""
+        if self.dequantize or not self.active:
+            return
+        from armnn_import.lowering.int8 import keep_int8
+        kinds = {n: t == 3 for n, t in elem_types.items() if t in (2, 3)}  # TensorProto UINT8, INT8
+        for name, node in self.producer.items():
+            at = ZERO_POINT_INPUT.get(node.op_type)
+            zp = self.constants.get(node.input[at]) if at is not None and len(node.input) > at else None
+            if zp is not None and zp.dtype in (np.int8, np.uint8) and name == node.output[0]:
+                kinds.setdefault(name, zp.dtype == np.int8)
+        seeds = {v: kinds[n] for n, v in values.items()
+                 if n in kinds and isinstance(v, Port) and v.info.dtype == DataType.QuantisedAsymm8}
+        keep_int8(graph, seeds, self.report)
 
     # -- constants -----------------------------------------------------------------------------
     def weight(self, ctx, name: str):

@@ -448,6 +448,14 @@ class Ctx:
         if problems:
             raise UnsupportedModelError(problems)
         self._outputs()
+        self._keep_int8()
+
+    def _keep_int8(self) -> None:
+        """From the 20.08 format on, the model's int8 tensors become QAsymmS8 (lowering/int8.py)."""
+        from armnn_import.lowering.int8 import keep_int8
+        seeds = {port: self.t(i).type == INT8 for i, port in self.ports.items()
+                 if self.is_quant(i) and port.info.dtype == DataType.QuantisedAsymm8}
+        keep_int8(self.g, seeds, self.report)
 
     def _input_shape(self, t: Tensor) -> tuple[int, ...]:
         given = (self.opts.input_shapes or {}).get(t.name)
