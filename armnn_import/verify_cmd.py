@@ -499,7 +499,8 @@ def _armnn_quant(info: TensorInfo):
 def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = False) -> np.ndarray:
     """A source input as the .armnn input `info` takes it: the layout
     (a known NCHW <-> NHWC permutation), then the data type (int8 + 128
-    for QuantisedAsymm8, quantized with the .armnn input's parameters)."""
+    for QuantisedAsymm8, int8 as it is for QAsymmS8, else quantized with the .armnn input's
+    parameters)."""
     ways = _reshapings(a.shape, info.shape, permuted)
     if not ways:
         raise VerifyError(f"input {spec.name!r}: shape {_dims(a.shape)} does not fit the .armnn input "
@@ -513,6 +514,12 @@ def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = 
             return (a.astype(np.int16) + 128).astype(np.uint8)
         from .executor.numeric import quantize
         return quantize(_real(a, spec.quant).astype(np.float32), info.scale, info.offset)
+    if info.dtype == DataType.QAsymmS8:  # int8 kept as int8 (the 20.08 format on)
+        if spec.quant is not None and a.dtype == np.int8 and spec.quant[1] == info.offset \
+                and np.float32(spec.quant[0]) == np.float32(info.scale):
+            return a
+        from .executor.numeric import quantize
+        return quantize(_real(a, spec.quant).astype(np.float32), info.scale, info.offset, -128, 127).astype(np.int8)
     if info.dtype in (DataType.Float32, DataType.Float16):
         return _real(a, spec.quant).astype(info.dtype.np_dtype)
     if info.dtype == DataType.Signed32:
