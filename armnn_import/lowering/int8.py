@@ -20,7 +20,8 @@ Why a whole component, and why this is exact:
 
 Which layers each release's CpuRef runs on QAsymmS8 (RefLayerSupport.cpp of Arm NN 20.08
 and 23.08, proven on the runtimes by tests/test_q8.py) is S8_LAYERS; keep_int8 leaves a
-component with any other layer as uint8 (S8_GAPS names why), so the file always runs.
+component with any other layer (a layer type not proven yet) as uint8 + 128, recorded in
+report.quantization, so the file always runs.
 """
 from __future__ import annotations
 
@@ -34,8 +35,12 @@ from ..report import Report
 
 U8, S8 = DataType.QuantisedAsymm8, DataType.QAsymmS8
 
-# The layer types that both CpuRefs (20.08 and 23.08) run with QAsymmS8 tensors: listed with
-# QAsymmS8 among their types in RefLayerSupport.cpp, and run by tests/test_q8.py.
+# The layer types that both CpuRefs (20.08 and 23.08) run on QAsymmS8 tensors, giving the bytes
+# of the QuantisedAsymm8 network less 128 exactly (tests/test_q8.py runs every layer case of
+# tests/layer_cases.py both ways on both runtimes). RefLayerSupport.cpp of both releases lists
+# QAsymmS8 for each (Equal, Greater and Rsqrt run as Comparison and ElementwiseUnary there).
+# The other layer types run no 8-bit type at all on CpuRef (Floor, LogSoftmax) or cannot be
+# read from these formats (Gather without an axis): a quantized network never holds them.
 S8_LAYERS = frozenset({
     LayerType.Input, LayerType.Output, LayerType.Constant, LayerType.Activation, LayerType.Addition,
     LayerType.Multiplication, LayerType.Subtraction, LayerType.Division, LayerType.Maximum,
@@ -44,19 +49,9 @@ S8_LAYERS = frozenset({
     LayerType.Permute, LayerType.Merger, LayerType.StridedSlice, LayerType.Pad,
     LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd, LayerType.Mean, LayerType.BatchNormalization,
     LayerType.Normalization, LayerType.L2Normalization, LayerType.ResizeBilinear, LayerType.Quantize,
-    LayerType.Dequantize,
+    LayerType.Dequantize, LayerType.Equal, LayerType.Greater, LayerType.Rsqrt, LayerType.ArgMinMax,
+    LayerType.Comparison, LayerType.ElementwiseUnary,
 })
-# Layer types that exist in the IR but are kept off QAsymmS8, with the runtime fact.
-S8_GAPS: dict = {}
-
-
-def _layer_types_s8(release: str) -> frozenset:
-    """S8_LAYERS plus the layer types only the richer formats have, where the release has them."""
-    extra = {getattr(LayerType, n) for n in ("Resize", "Transpose", "Concat", "Gather", "ArgMinMax",
-                                             "Comparison", "ElementwiseUnary", "Slice", "DepthToSpace",
-                                             "SpaceToDepth", "Stack", "Prelu", "TransposeConvolution2d")
-             if hasattr(LayerType, n)}
-    return S8_LAYERS | extra
 
 
 class _Components:
@@ -104,7 +99,7 @@ def keep_int8(graph: Graph, seeds: dict, report: Report | None = None) -> int:
             continue
         root = uf.find(_key(port))
         verdict[root] = verdict.get(root, True) and bool(is_int8)
-    allowed = _layer_types_s8(graph.target.release)
+    allowed = S8_LAYERS
     blocked = {}
     for layer in graph.layers:
         ports = _u8_ports(layer)
@@ -116,11 +111,18 @@ def keep_int8(graph: Graph, seeds: dict, report: Report | None = None) -> int:
         verdict[root] = False
         if report is not None:
             report.quantization.append({"layer": layer.name, "decision": f"int8 tensors kept as uint8 + 128: "
-                                        f"{layer.type.name} is not run on QAsymmS8 by Arm NN's CpuRef"})
+                                        f"{layer.type.name} is not proven on QAsymmS8 on Arm NN's CpuRef (lowering/int8.py)"})
     shifted = {k for k in uf.parent if verdict.get(uf.find(k))}
     if not shifted:
         return 0
     return _shift(graph, shifted, report)
+
+
+def to_int8(graph: Graph) -> int:
+    """Every QuantisedAsymm8 tensor of `graph` as QAsymmS8 (data and offset - 128), whatever its
+    layers: what the runtime tests use to find which layers CpuRef runs on QAsymmS8."""
+    keys = {(id(l), i) for l in graph.layers for i, o in enumerate(l.outputs) if o.dtype == U8}
+    return _shift(graph, keys, None)
 
 
 def _shift(graph: Graph, shifted: set, report: Report | None) -> int:
