@@ -234,8 +234,8 @@ def _check_int8_tensors(graph):
 def _check_model_zero_points(model_id, path, graph):
     """The file's inputs and outputs carry the model's own int8 zero points (no +128)."""
     if model_id.startswith("tflite/"):
-        from armnn_import_frontends.tflite.model import read_model_file
-        m = read_model_file(str(path))
+        from armnn_import_frontends.tflite.model import load
+        m = load(path.read_bytes())
         for layer, i in zip(graph.input_layers, m.inputs):
             t = m.tensors[i]
             if t.type == 9:  # INT8
