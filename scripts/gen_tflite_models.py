@@ -578,6 +578,7 @@ def _(r, q):
 
 
 @case("mobilenet_v1_mini", [], [X((1, 33, 29, 3))], kind="model",
+      variants=OP_VARIANTS + ("int8floatio",),  # a whole network with QUANTIZE/DEQUANTIZE at its edges
       note="MobileNet v1 layer pattern built from tf.nn ops (conv-relu6, depthwise/pointwise pairs, "
            "mean, FC, softmax) with activation ranges, so that the legacy all-uint8 form exists too")
 def _(r, q):
