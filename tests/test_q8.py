@@ -244,7 +244,8 @@ def _check_model_zero_points(model_id, path, graph):
         return
     import onnx
     model = onnx.load(str(path))
-    first = next(n for n in model.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == model.graph.input[0].name)
+    first = next(n for n in model.graph.node
+                 if n.op_type == "QuantizeLinear" and n.input[0] == model.graph.input[0].name)
     zp = next(onnx.numpy_helper.to_array(t) for t in model.graph.initializer if t.name == first.input[2])
     assert zp.dtype == np.int8
     assert [l.outputs[0].dtype for l in graph.input_layers] == [DataType.Float32]

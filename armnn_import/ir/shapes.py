@@ -239,11 +239,16 @@ _RULES = {
     LayerType.ArgMinMax: lambda layer, ins: _reduced(layer, ins, DataType.Signed32),
     LayerType.Comparison: _comparison, LayerType.ElementwiseUnary: _same, LayerType.LogSoftmax: _same,
     # float -> QuantisedAsymm8 (its quantization given by the builder) and back
-    LayerType.Quantize: lambda layer, ins: [TensorInfo(ins[0].shape, layer.outputs[0].dtype if layer.outputs and
-                                                       layer.outputs[0].dtype.is_quantized else DataType.QuantisedAsymm8)],
+    LayerType.Quantize: lambda layer, ins: [TensorInfo(ins[0].shape, _quantized_type(layer))],
     LayerType.Dequantize: lambda layer, ins: [TensorInfo(ins[0].shape, DataType.Float32)],
 }
 _RULES.update({t: _binary for t in BINARY_LAYERS})
+
+
+def _quantized_type(layer) -> DataType:
+    """A Quantize layer's output type: the one it has (QAsymmS8 from lowering/int8.py), else uint8."""
+    out = layer.outputs[0].dtype if layer.outputs else None
+    return out if out is not None and out.is_quantized else DataType.QuantisedAsymm8
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

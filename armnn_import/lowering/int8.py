@@ -99,11 +99,10 @@ def keep_int8(graph: Graph, seeds: dict, report: Report | None = None) -> int:
             continue
         root = uf.find(_key(port))
         verdict[root] = verdict.get(root, True) and bool(is_int8)
-    allowed = S8_LAYERS
     blocked = {}
     for layer in graph.layers:
         ports = _u8_ports(layer)
-        if ports and layer.type not in allowed:
+        if ports and layer.type not in S8_LAYERS:
             root = uf.find(_key(ports[0]))
             if verdict.get(root):
                 blocked[root] = layer
@@ -111,7 +110,8 @@ def keep_int8(graph: Graph, seeds: dict, report: Report | None = None) -> int:
         verdict[root] = False
         if report is not None:
             report.quantization.append({"layer": layer.name, "decision": f"int8 tensors kept as uint8 + 128: "
-                                        f"{layer.type.name} is not proven on QAsymmS8 on Arm NN's CpuRef (lowering/int8.py)"})
+                                        f"{layer.type.name} is not proven on QAsymmS8 on Arm NN's CpuRef "
+                                        "(lowering/int8.py)"})
     shifted = {k for k in uf.parent if verdict.get(uf.find(k))}
     if not shifted:
         return 0
