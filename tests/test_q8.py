@@ -187,6 +187,20 @@ def test_per_axis_convolutions_on_qasymms8(release, rng=np.random.default_rng(11
         assert np.abs(e.astype(int) - gs.astype(int)).max() <= 1
 
 
+@pytest.mark.parametrize("release", ["20.08", "23.08"])
+def test_neither_cpuref_runs_a_per_axis_fully_connected_on_qasymms8(release):
+    """Why a per-channel FullyConnected stays a 1x1 convolution on int8 too (lowering/perchannel.py)."""
+    from test_perchannel import _per_axis_fc_graph
+    run = _runner(release)
+    g = _per_axis_fc_graph(release)
+    to_int8(g)
+    assert g.input_layers[0].outputs[0].dtype == S8
+    with pytest.raises(ArmnnRuntimeError) as e:
+        run(write(g), [np.zeros((2, 5), np.int8)])
+    want = "GetBiasTypeFromWeightsType" if release == "20.08" else "FullyConnected is not supported"
+    assert want in e.value.stderr
+
+
 def test_arm_nn_20_08s_own_per_channel_files_fail_where_ours_run(armnn_runner, tmp_path):
     """Arm NN 20.08's TfLite parser writes per-channel int8 FullyConnected weights that its CpuRef
     rejects; our 20.08 file of the same model runs on 20.08 (a 1x1 convolution, int8 kept)."""
