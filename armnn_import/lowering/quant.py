@@ -3,7 +3,8 @@ type, QuantisedAsymm8 (uint8, one scale and offset per tensor): per-channel
 weights are requantized per tensor (the error reported), and a quantized
 convolution's bias, which the format's convolution cannot carry (see
 NetBuilder.conv2d), is added inside it by extra taps reading a constant
-(quant_conv2d_nchw), so that the output is rounded once."""
+(quant_conv2d_nchw), so that the output is rounded once. (The 20.08 format on has more:
+int8 tensors as QAsymmS8, lowering/int8.py; per-axis weights, lowering/perchannel.py.)"""
 from __future__ import annotations
 
 import numpy as np

@@ -16,7 +16,9 @@ whose every tensor is QuantisedAsymm8 (uint8, one scale and offset):
   bytes and the quantization.
 - DequantizeLinear of a constant is folded; converters read the quantized
   data behind it (weight()) so that per-tensor 8-bit weights stay exact.
-- int8 maps exactly to uint8 (q + 128, zero point + 128). Per-channel weights
+- int8 maps exactly to uint8 (q + 128, zero point + 128); from the 20.08 format on,
+  keep_int8 then gives the model's int8 tensors back their type (QAsymmS8, lowering/int8.py),
+  told by their ONNX element types and zero points. Per-channel weights
   are requantized per tensor, the worst error reported (report.quantization)
   with a warning when large.
 - Model edges: a float input whose consumers are all QuantizeLinear nodes with

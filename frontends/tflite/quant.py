@@ -1,7 +1,9 @@
 """Quantization helpers. Arm NN's format has one 8-bit type, QuantisedAsymm8
 (uint8, one scale and offset per tensor); TFLite also has int8 and per-channel
-scales. int8 per tensor maps exactly (q + 128, offset + 128); per-channel
-weights are requantized per tensor, with the error reported."""
+scales. int8 per tensor maps exactly (q + 128, offset + 128), and from the 20.08
+format on the converter's _keep_int8 gives the int8 tensors back their type (QAsymmS8,
+armnn_import/lowering/int8.py); per-channel weights are requantized per tensor (exact
+per-axis QSymmS8 from 20.08 on: lowering/perchannel.py), with the error reported."""
 from __future__ import annotations
 
 import numpy as np
