@@ -246,7 +246,8 @@ def pad(ctx, node):
                 parts.append(ctx.b.take(x, a, pb, 0, f"{n}_ax{a}_lo", step=-1))
             parts.append(x)
             if pe:
-                parts.append(ctx.b.take(x, a, d - 2, d - 2 - pe, f"{n}_ax{a}_hi", step=-1))
+                stop = d - 2 - pe  # (-1 would be read as the last index: the run ends at index 0)
+                parts.append(ctx.b.take(x, a, d - 2, stop if stop >= 0 else None, f"{n}_ax{a}_hi", step=-1))
         elif mode == "edge":
             if pb:
                 parts.append(repeat(ctx, ctx.b.take(x, a, 0, 1, f"{n}_ax{a}_first"), a, pb, f"{n}_ax{a}_lo"))
