@@ -26,6 +26,8 @@ from armnn_import.ir import (ActivationDescriptor, ActivationFunction, BatchNorm
 from armnn_import.ir.descriptors import (BINARY_LAYERS, LAYER_KINDS, ArgMinMaxDescriptor, ComparisonDescriptor,
                                          ElementwiseUnaryDescriptor, LogSoftmaxDescriptor)
 from armnn_import.ir.types import ArgMinMaxFunction, ComparisonOperation, UnaryOperation
+from armnn_import.ir.descriptors import ResizeDescriptor, TransposeDescriptor
+from armnn_import.ir.types import PaddingMode, ResizeMethod
 
 F32, F16, QA8, S32, BOOL = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8,
                             DataType.Signed32, DataType.Boolean)
@@ -37,7 +39,7 @@ LAYOUT_LAYERS = frozenset({
     LayerType.Convolution2d, LayerType.DepthwiseConvolution2d, LayerType.Pooling2d,
     LayerType.L2Normalization, LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd,
     LayerType.Normalization, LayerType.BatchNormalization, LayerType.ResizeBilinear,
-    LayerType.StridedSlice,
+    LayerType.StridedSlice, LayerType.Resize,
 })
 
 IN_Q = (0.04, 110)   # quantization of QuantisedAsymm8 test inputs
@@ -202,7 +204,14 @@ def build_reshape(m):
         m.out(f"y{len(shape)}", l.out())
 
 
-def build_softmax(m):
+def build_softmax(m, variant=None):
+    if variant == "axis":  # SoftmaxDescriptor.axis (the 23.08 format)
+        x4 = m.input("x4", (2, 3, 4, 5))
+        for axis in (0, 1, 2, -1):
+            l = m.g.add(LayerType.Softmax, f"s_ax{axis % 4}", [x4], SoftmaxDescriptor(0.5, axis),
+                        quant=q(m, 1 / 256, 0))
+            m.out(f"y_ax{axis % 4}", l.out())
+        return
     x = m.input("x", (3, 7))
     x4 = m.input("x4", (2, 3, 4, 5))
     for name, src, beta in [("s2", x, 1.0), ("s4", x4, 0.5)]:
@@ -301,7 +310,9 @@ def build_normalization(m, variant=None):
         m.out(f"y_{name}", m.g.add(LayerType.Normalization, name, [x], d).out())
 
 
-def build_pad(m):
+def build_pad(m, variant=None):
+    if variant is not None:
+        return build_pad_target(m, variant)
     x = m.input("x", (2, 3, 4, 5))
     l = m.g.add(LayerType.Pad, "pad4", [x], PadDescriptor((0, 1, 2, 0, 1, 1, 0, 3)), quant=q(m, 0.05, 100))
     m.out("y4", l.out())
@@ -430,7 +441,62 @@ def build_dequantize(m):
     m.out("y", m.g.add(LayerType.Dequantize, "dequantize", [x]).out())
 
 
+# -- the 20.08 format's structural layers (issue 16: direct layers) ---------------------------
+
+def build_concat(m):
+    """ConcatLayer (the Merger under its later name): the channel and the last axis."""
+    a = m.input("a", (2, 3, 4, 5))
+    b = m.input("b", (2, 1, 4, 5), q=(0.05, 90))
+    d = OriginsDescriptor(concat_axis=1, num_views=2, num_dimensions=4, view_origins=((0, 0, 0, 0), (0, 3, 0, 0)))
+    m.out("y1", m.g.add(LayerType.Concat, "concat1", [a, b], d, quant=q(m, 0.05, 110)).out())
+    e = m.input("e", (2, 3, 4, 2))
+    d3 = OriginsDescriptor(concat_axis=3, num_views=2, num_dimensions=4, view_origins=((0, 0, 0, 0), (0, 0, 0, 5)))
+    m.out("y3", m.g.add(LayerType.Concat, "concat3", [a, e], d3).out())
+
+
+def build_transpose(m):
+    """dim_mappings in numpy.transpose's sense: output dimension i is input dimension m[i]."""
+    x = m.input("x", (2, 3, 4, 5))
+    for i, mapping in enumerate([(0, 2, 3, 1), (3, 1, 0, 2), (1, 0, 2, 3), (2, 0, 3, 1)]):
+        m.out(f"y{i}", m.g.add(LayerType.Transpose, f"t{i}", [x], TransposeDescriptor(mapping)).out())
+    x3 = m.input("x3", (3, 4, 5))
+    m.out("y3d", m.g.add(LayerType.Transpose, "t3d", [x3], TransposeDescriptor((2, 0, 1))).out())
+
+
+def build_resize_layer(m):
+    """ResizeLayer: both methods, each with no flag, align_corners and half_pixel_centers,
+    up (8x11 from 5x7) and down (3x4)."""
+    x = m.input("x", m.nchw(2, 3, 5, 7))
+    for method in ResizeMethod:
+        for flag in ("plain", "align", "half"):
+            for (h, w) in ((8, 11), (3, 4)):
+                d = ResizeDescriptor(h, w, method, m.layout, flag == "align", flag == "half")
+                name = f"{method.name}_{flag}_{h}x{w}"
+                m.out(f"y_{name}", m.g.add(LayerType.Resize, name, [x], d).out())
+
+
+def build_pad_target(m, variant):
+    """Pad with a value (20.08) or mirrored (23.08: Reflect, Symmetric; any rank)."""
+    x = m.input("x", (2, 3, 4, 5))
+    x2 = m.input("x2", (3, 4))
+    if variant == "value":
+        value = 7.0 if m.dt == QA8 else -1.5  # (a raw level for quantized outputs, as Pad.cpp writes it)
+        d = PadDescriptor((0, 1, 2, 0, 1, 1, 0, 3), pad_value=value)
+        m.out("y4", m.g.add(LayerType.Pad, "pad4", [x], d).out())
+        m.out("y2", m.g.add(LayerType.Pad, "pad2", [x2], PadDescriptor((1, 2, 3, 0), pad_value=value)).out())
+        return
+    mode = PaddingMode.Reflect if variant == "reflect" else PaddingMode.Symmetric
+    edge = 1 if mode == PaddingMode.Reflect else 0
+    d = PadDescriptor((1, 1 - edge, 2, 3 - edge, 0, 3 - edge, 4 - edge, 2), padding_mode=mode)
+    m.out("y4", m.g.add(LayerType.Pad, "mirror4", [x], d).out())
+    m.out("y2", m.g.add(LayerType.Pad, "mirror2", [x2], PadDescriptor((2 - edge, 1, 0, 3), padding_mode=mode)).out())
+    x5 = m.input("x5", (2, 2, 3, 2, 3))
+    d5 = PadDescriptor((1, 1 - edge, 0, 0, 1, 2 - edge, 1 - edge, 0, 2 - edge, 1), padding_mode=mode)
+    m.out("y5", m.g.add(LayerType.Pad, "mirror5", [x5], d5).out())
+
+
 BUILDERS = {
+    LayerType.Concat: build_concat, LayerType.Transpose: build_transpose, LayerType.Resize: build_resize_layer,
     LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,
     LayerType.Constant: build_constant, LayerType.Activation: build_activation,
@@ -506,7 +572,16 @@ def all_cases() -> list[Case]:
             cases += [Case(lt, F32, layout, v, target=first) for layout in _layouts(lt)]
         for v in TARGET_VARIANTS.get(lt, ()):  # (every data type: the bias is typed per input type)
             cases += [Case(lt, dt, layout, v, target="20.08") for dt in (F32, F16, QA8) for layout in _layouts(lt)]
+        for v, release in RELEASE_VARIANTS.get(lt, ()):  # fields that a later format added
+            cases += [Case(lt, dt, layout, v, target=release) for dt in (F32, F16, QA8) for layout in _layouts(lt)]
     return cases
+
+
+# Descriptor fields of seed layers that a later format added: (variant, its first release).
+RELEASE_VARIANTS = {
+    LayerType.Pad: (("value", "20.08"), ("reflect", "23.08"), ("symmetric", "23.08")),
+    LayerType.Softmax: (("axis", "23.08"),),
+}
 
 
 # -- what Arm NN 20.08 does not run, found by running every case ------------------------------
@@ -597,6 +672,7 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Constant, None, None, None): ("unsupported", _CONSTANT_2308),
     (LayerType.Pooling2d, "L2", None, None): ("pass", "the 23.08 deserializer reads L2 pooling"),
     (LayerType.Merger, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
+    (LayerType.Concat, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
     (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
     (LayerType.Dequantize, None, F16, None): ("pass", "23.08's CpuRef dequantizes (converts) Float16"),
     (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),

@@ -134,14 +134,19 @@ def merger(layer, ins, infos):
 
 @layer_fn(LayerType.Pad)
 def pad(layer, ins, infos):
-    out_info = layer.outputs[0]
-    # Pad.cpp fills with the pad value encoded with scale 1, offset 0 (raw, even for
-    # quantized outputs), and copies the input only for ranks 1 to 4.
-    fill = TensorInfo(out_info.shape, out_info.dtype, 1.0, 0)
-    out = encode(np.full(out_info.shape, layer.desc.pad_value, np.float32), fill)
+    d, out_info = layer.desc, layer.outputs[0]
     x = ins[0]
+    if d.padding_mode != 0:  # 23.08 MirrorPad.cpp: Reflect / Symmetric, any rank
+        mode = "reflect" if d.padding_mode == 1 else "symmetric"
+        pairs = [tuple(d.pad_list[2 * i:2 * i + 2]) for i in range(x.ndim)]
+        return [encode(np.pad(decode(x, infos[0]), pairs, mode=mode), out_info)]
+    # Pad.cpp fills with the pad value encoded with scale 1, offset 0 (a raw level for
+    # quantized outputs; 0 in the 19.02 format, which has no value), and copies the input
+    # only for ranks 1 to 4.
+    fill = TensorInfo(out_info.shape, out_info.dtype) if out_info.dtype.is_quantized else out_info
+    out = encode(np.full(out_info.shape, F32(d.pad_value), F32), fill)
     if 1 <= x.ndim <= 4:
-        p = layer.desc.pad_list
+        p = d.pad_list
         region = tuple(slice(p[2 * i], p[2 * i] + n) for i, n in enumerate(x.shape))
         out[region] = encode(decode(x, infos[0]), out_info)
     return [out]
@@ -247,12 +252,13 @@ def floor(layer, ins, infos):
 
 @layer_fn(LayerType.Softmax)
 def softmax(layer, ins, infos):
-    # Softmax.cpp over the last axis (SoftmaxDescriptor::m_Axis = -1).
+    # Softmax.cpp over the descriptor's axis (the last one before the 23.08 format).
     x = decode(ins[0], infos[0])
+    axis = layer.desc.axis % x.ndim
     beta = F32(layer.desc.beta)
     with np.errstate(all="ignore"):
-        e = np.exp((x - np.max(x, axis=-1, keepdims=True)) * beta)
-        y = e / _seq_sum(e, -1)[..., None]
+        e = np.exp((x - np.max(x, axis=axis, keepdims=True)) * beta)
+        y = e / np.expand_dims(_seq_sum(e, axis), axis)
     return [encode(y, layer.outputs[0])]
 
 

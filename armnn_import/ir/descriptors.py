@@ -19,6 +19,7 @@ import numpy as np
 from .types import (ActivationFunction, ArgMinMaxFunction, ComparisonOperation, DataLayout, LayerType,
                     NormalizationAlgorithmChannel, NormalizationAlgorithmMethod, OutputShapeRounding,
                     PaddingMethod, PoolingAlgorithm, UnaryOperation)
+from .types import PaddingMode, ResizeMethod
 
 
 def _tuple(default=(), elem="uint32"):
@@ -148,6 +149,7 @@ class Pooling2dDescriptor:
 @dataclass
 class SoftmaxDescriptor:
     beta: float = 0.0
+    axis: int = _since("23.08", -1)  # (20.08 reads no axis: the last one)
 
 
 @dataclass
@@ -196,7 +198,10 @@ class MeanDescriptor:
 @dataclass
 class PadDescriptor:
     pad_list: tuple[int, ...] = _tuple()  # flattened (before, after) pairs
-    pad_value: float = _since("20.08", 0.0)  # written raw (scale 1, offset 0) into quantized outputs
+    # CpuRef fills with pad_value encoded at scale 1, offset 0 (Pad.cpp): a raw value for
+    # quantized outputs
+    pad_value: float = _since("20.08", 0.0)
+    padding_mode: PaddingMode = _since("23.08", PaddingMode.Constant)
 
 
 @dataclass
@@ -257,6 +262,23 @@ class LogSoftmaxDescriptor:
     axis: int = -1
 
 
+@dataclass
+class TransposeDescriptor:
+    # dim_mappings[i] is the input dimension that output dimension i takes (numpy.transpose's
+    # axes; armnnUtils::TransposeTensorShape): the inverse of PermuteDescriptor's
+    dim_mappings: tuple[int, ...] = _tuple()
+
+
+@dataclass
+class ResizeDescriptor:
+    target_height: int = 0
+    target_width: int = 0
+    method: ResizeMethod = ResizeMethod.NearestNeighbor
+    data_layout: DataLayout = DataLayout.NHWC
+    align_corners: bool = False
+    half_pixel_centers: bool = False
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -312,6 +334,11 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     # no case for ElementwiseUnaryLayer, "Layer type 7 not recognized"; so the 23.08 target on)
     LayerType.ElementwiseUnary: LayerKind("ElementwiseUnaryLayer", ElementwiseUnaryDescriptor, (),
                                           since="23.08"),
+    # Concat is the 19.02 Merger under its later name: the deserializers of 20.08 and 23.08 parse
+    # both with ParseConcat (so the same runtime layer)
+    LayerType.Concat: LayerKind("ConcatLayer", OriginsDescriptor, (), since="20.08"),
+    LayerType.Transpose: LayerKind("TransposeLayer", TransposeDescriptor, (), since="20.08"),
+    LayerType.Resize: LayerKind("ResizeLayer", ResizeDescriptor, (), since="20.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

@@ -17,6 +17,7 @@ NUM_INPUTS = {t: 1 for t in LayerType}
 NUM_INPUTS.update({t: 2 for t in BINARY_LAYERS})
 NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 2,
                    LayerType.Merger: None, LayerType.Comparison: 2})
+NUM_INPUTS[LayerType.Concat] = None
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
 
@@ -249,6 +250,16 @@ def _quantized_type(layer) -> DataType:
     """A Quantize layer's output type: the one it has (QAsymmS8 from lowering/int8.py), else uint8."""
     out = layer.outputs[0].dtype if layer.outputs else None
     return out if out is not None and out.is_quantized else DataType.QuantisedAsymm8
+
+def _transpose(layer, ins):
+    m, x = layer.desc.dim_mappings, ins[0].shape
+    if sorted(m) != list(range(len(x))):
+        raise GraphError(f"{layer.name}: dim_mappings {tuple(m)} is not a permutation of rank {len(x)}")
+    return [ins[0].with_shape([x[a] for a in m])]  # armnnUtils::TransposeTensorShape
+
+
+# the 20.08 format's structural layers (ResizeDescriptor names its sizes as ResizeBilinear's)
+_RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

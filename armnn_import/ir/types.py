@@ -133,11 +133,26 @@ class LayerType(IntEnum):
     LogSoftmax = 51
     Comparison = 52
     ElementwiseUnary = 54
+    # structural layers of the 20.08 format (issue 16, direct layers)
+    Concat = 39
+    Resize = 43
+    Transpose = 55
 
 
 class ArgMinMaxFunction(IntEnum):
     Min = 0
     Max = 1
+
+
+class ResizeMethod(IntEnum):
+    NearestNeighbor = 0
+    Bilinear = 1
+
+
+class PaddingMode(IntEnum):  # the 23.08 format (PadDescriptor.paddingMode)
+    Constant = 0
+    Reflect = 1
+    Symmetric = 2
 
 
 class ComparisonOperation(IntEnum):

@@ -145,7 +145,7 @@ def _check_layer(layer) -> list[str]:
 
     ins = [p.info for p in layer.inputs]
     problems += _RULES.get(t, _no_rule)(layer, ins)
-    if t in BINARY_LAYERS or t == LayerType.Merger:
+    if t in BINARY_LAYERS or t in (LayerType.Merger, LayerType.Concat):
         if len({i.dtype for i in ins}) > 1:
             problems.append(f"inputs mix data types {[i.dtype.name for i in ins]}; Arm NN needs them equal")
     if problems or t == LayerType.Input:
@@ -468,3 +468,39 @@ def _per_axis_weighted(layer, x, w, out_c) -> list[str]:
             problems.append(f"biases must be Signed32 [{out_c}] with per-axis scales input scale * weight "
                             f"scale, got {b}")
     return problems
+
+
+def _transpose(layer, ins):
+    m = layer.desc.dim_mappings
+    if sorted(m) != list(range(ins[0].rank)):
+        return [f"dim_mappings {tuple(m)} is not a permutation of 0..{ins[0].rank - 1}"]
+    return []
+
+
+def _resize(layer, ins):
+    d = layer.desc
+    if ins[0].rank != 4:
+        return [f"needs a 4-D input, got {ins[0].shape}"]
+    if d.align_corners and d.half_pixel_centers:  # Resize.cpp asserts they are not both set
+        return ["align_corners and half_pixel_centers are both set; Arm NN takes at most one"]
+    if d.target_height < 1 or d.target_width < 1:
+        return [f"target size {d.target_height}x{d.target_width} is empty"]
+    return []
+
+
+def _pad(layer, ins):
+    """PadQueueDescriptor: one (before, after) pair per dimension; MirrorPad.cpp (23.08): a
+    reflected pad at most the dimension - 1, a symmetric one at most the dimension."""
+    from .types import PaddingMode
+    d, shape = layer.desc, ins[0].shape
+    if len(d.pad_list) != 2 * len(shape):
+        return [f"pad_list has {len(d.pad_list)} entries for a rank-{len(shape)} input"]
+    if d.padding_mode != PaddingMode.Constant:
+        edge = 1 if d.padding_mode == PaddingMode.Reflect else 0
+        if any(v > n - edge for i, n in enumerate(shape) for v in d.pad_list[2 * i:2 * i + 2]):
+            return [f"{d.padding_mode.name} padding {d.pad_list} is larger than the input {shape} allows"]
+    return []
+
+
+_RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize,
+               LayerType.Pad: _pad})

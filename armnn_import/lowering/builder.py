@@ -150,16 +150,40 @@ class NetBuilder:
             at += int(n)
         return outs
 
-    def pad(self, x: Port, pads, name: str) -> Port:
-        """Zero padding; pads = [(before, after)] per axis."""
+    def pad(self, x: Port, pads, name: str, value: float | None = None) -> Port:
+        """Zero padding (the raw value 0, also for a quantized tensor); pads = [(before, after)]
+        per axis. With `value` (the 20.08 format on; see pad_level): padding with that value."""
         flat = tuple(int(v) for p in pads for v in p)
         if not any(flat):
             return x
         if x.info.rank > 4:  # Arm NN's Pad takes at most 4-D: merge unpadded axes into the axis before
-            return self._pad_merged(x, [(int(a), int(b)) for a, b in pads], name)
-        return self.add(LayerType.Pad, name, [x], D.PadDescriptor(flat))
+            return self._pad_merged(x, [(int(a), int(b)) for a, b in pads], name, value)
+        if value is None:
+            return self.add(LayerType.Pad, name, [x], D.PadDescriptor(flat))
+        return self.add(LayerType.Pad, name, [x], D.PadDescriptor(flat, self.pad_level(x, value)))
 
-    def _pad_merged(self, x: Port, pads, name: str) -> Port:
+    def pad_level(self, x: Port, value: float) -> float:
+        """The PadDescriptor.padValue that pads x with `value`: CpuRef writes it encoded at
+        scale 1, offset 0 (Pad.cpp), so a quantized tensor takes its level value/scale + offset,
+        which must be an integer in the type's range (Unsupported otherwise)."""
+        info = x.info
+        if not info.dtype.is_quantized:
+            return float(value)
+        level = float(value) / info.scale + info.offset
+        lo, hi = (-128, 127) if info.dtype != DataType.QuantisedAsymm8 else (0, 255)
+        if abs(level - round(level)) > 1e-3 or not lo <= round(level) <= hi:
+            raise Unsupported(f"a pad value {value:g} that the quantized tensor (scale {info.scale:g}, "
+                              f"offset {info.offset}) cannot hold")
+        return float(round(level))
+
+    def mirror_pad(self, x: Port, pads, mode, name: str) -> Port:
+        """Reflect or Symmetric padding as one Pad layer (the 23.08 format: MirrorPad.cpp)."""
+        flat = tuple(int(v) for p in pads for v in p)
+        if not any(flat):
+            return x
+        return self.add(LayerType.Pad, name, [x], D.PadDescriptor(flat, 0.0, D.PaddingMode(mode)))
+
+    def _pad_merged(self, x: Port, pads, name: str, value: float | None = None) -> Port:
         """Zero padding of more than 4 dimensions on a view of at most 4: an unpadded axis
         merges into the axis before it (padding p rows of that axis pads p*n elements of
         the merged one), size-1 unpadded axes vanish."""
@@ -179,7 +203,7 @@ class NetBuilder:
         view = [math.prod(shape[a] for a in g) for g in groups]
         merged = [(pads[g[0]][0] * (v // shape[g[0]]), pads[g[0]][1] * (v // shape[g[0]]))
                   for g, v in zip(groups, view)]
-        y = self.pad(self.reshape(x, view, f"{name}_merged"), merged, f"{name}_pad")
+        y = self.pad(self.reshape(x, view, f"{name}_merged"), merged, f"{name}_pad", value)
         return self.reshape(y, out, name)
 
     # -- activations and scalar arithmetic ----------------------------------
@@ -308,6 +332,8 @@ class NetBuilder:
         axis %= rank
         if axis == rank - 1:
             return self.add(LayerType.Softmax, name, [x], D.SoftmaxDescriptor(beta), quant=quant)
+        if self.target.at_least("23.08"):  # SoftmaxDescriptor.axis (Softmax.cpp, any axis)
+            return self.add(LayerType.Softmax, name, [x], D.SoftmaxDescriptor(beta, axis), quant=quant)
         perm = list(range(rank))
         perm[axis], perm[-1] = perm[-1], perm[axis]
         y = self.permute(x, perm, f"{name}_to_last")
@@ -486,6 +512,21 @@ class NetBuilder:
                                   D.PaddingMethod.Exclude if exclude_pad else D.PaddingMethod.IgnoreValue,
                                   layout)
         return self.add(LayerType.Pooling2d, name, [x], d, quant=quant)
+
+
+    # -- structural layers of the 20.08 format (callers check self.target first) ---
+    def transpose(self, x: Port, perm, name: str) -> Port:
+        """numpy.transpose(x, perm) as a Transpose layer (dim_mappings = perm)."""
+        perm = tuple(int(p) for p in perm)
+        if perm == tuple(range(len(perm))):
+            return x
+        return self.add(LayerType.Transpose, name, [x], D.TransposeDescriptor(perm))
+
+    def resize(self, x: Port, size, method, name: str, *, layout: DataLayout = DataLayout.NCHW,
+               align_corners: bool = False, half_pixel_centers: bool = False, quant=None) -> Port:
+        """One Resize layer to size = (height, width)."""
+        d = D.ResizeDescriptor(int(size[0]), int(size[1]), method, layout, align_corners, half_pixel_centers)
+        return self.add(LayerType.Resize, name, [x], d, quant=quant)
 
 
 def _per_channel(c: np.ndarray, rank: int, axis: int):

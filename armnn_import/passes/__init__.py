@@ -14,6 +14,7 @@ from ..report import Report
 from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .conv_bias import fold_affine_into_conv
+from .direct import direct_layers
 from .layout import sink_permutes
 from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
@@ -33,6 +34,7 @@ PIPELINE = (
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
     ("shifts_to_additions", shifts_to_additions),
     ("remove_dead_layers", remove_dead_layers),
+    ("direct_layers", direct_layers),  # richer targets only: Merger -> Concat, Permute -> Transpose
 )
 
 

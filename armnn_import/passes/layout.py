@@ -53,8 +53,12 @@ def _rewrite(layer: Layer, perm, target=None) -> object | bool:
         return True
     if t in LAYOUT_LAYERS or (t in _CONVS and target is not None and target.at_least("20.08")):
         return _flip_layout(d, perm)  # (convolutions: the formats that write their data_layout)
-    if t == LayerType.Softmax:
-        return True if perm[-1] == len(perm) - 1 else None
+    if t == LayerType.Softmax:  # (an axis other than the last: the 23.08 format on)
+        axis = d.axis % len(perm)
+        if perm[axis] == axis:
+            return True
+        return dataclasses.replace(d, axis=perm[axis]) if target is not None and target.at_least("23.08") \
+            else None
     if t == LayerType.Merger:
         axis = perm[d.concat_axis]
         origins = tuple(tuple(o[perm.index(i)] for i in range(len(perm))) for o in d.view_origins)

@@ -203,7 +203,8 @@ def softmax_flat(ctx, node):
     return _on_2d(ctx, node, lambda flat, n: ctx.b.softmax(flat, -1, 1.0, n))
 
 
-@register("Softmax", since=13, layers=("Softmax", "Permute"))
+@register("Softmax", since=13, layers=("Softmax", "Permute"),
+          notes="any axis in the Softmax layer from the 23.08 format on")
 def softmax(ctx, node):
     x = ctx.port(node, 0)
     axis = norm_axes([ctx.attr(node, "axis", -1)], x.info.rank)[0]

@@ -16,7 +16,8 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.types import DataLayout
+from armnn_import.executor.structural import resize_matrix
+from armnn_import.ir.types import DataLayout, ResizeMethod
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
@@ -75,6 +76,23 @@ def armnn_bilinear_matrix(in_size: int, out_size: int) -> np.ndarray:
     return m
 
 
+def _direct(ctx, mats):
+    """(method, align_corners, half_pixel_centers) of the one Arm NN Resize layer (the 20.08 format
+    on) whose interpolation along H and W (Resize.cpp, executor/structural.py) is the ONNX
+    reference's, index for index (nearest) or weight for weight within 1e-6 (linear); else None.
+    Nothing is assumed about the coordinate modes: each candidate is checked on the matrices."""
+    if not ctx.b.target.has(L.Resize):
+        return None
+    nearest = all(np.isin(m, (0.0, 1.0)).all() for m in mats)
+    methods = (ResizeMethod.NearestNeighbor, ResizeMethod.Bilinear) if nearest else (ResizeMethod.Bilinear,)
+    for method in methods:
+        for align, half in ((False, False), (True, False), (False, True)):
+            if all(np.allclose(m, resize_matrix(m.shape[1], m.shape[0], method, align, half), atol=1e-6,
+                               rtol=0) for m in mats):
+                return method, align, half
+    return None
+
+
 def _repeat_factor(m: np.ndarray):
     """r if m is nearest upsampling by the integer r (out[i] = in[i // r]), else None."""
     o, i = m.shape
@@ -128,6 +146,11 @@ def resize(ctx, node, x, per_axis: dict, attrs: dict):
     hw = (rank - 2, rank - 1)
     if rank == 4 and set(mats) <= set(hw) and not any(b.any() for _, b in mats.values()):
         sizes = [mats[a][0].shape[0] if a in mats else shape[a] for a in hw]
+        direct = _direct(ctx, [mats[a][0] if a in mats else np.eye(shape[a]) for a in hw])
+        if direct is not None:
+            method, align, half = direct
+            return ctx.b.resize(x, sizes, method, n, layout=DataLayout.NCHW, align_corners=align,
+                                half_pixel_centers=half)
         if all(np.allclose(mats[a][0], armnn_bilinear_matrix(shape[a], sizes[i]), atol=1e-6)
                for i, a in enumerate(hw) if a in mats):
             return ctx.b.add(L.ResizeBilinear, n, [x],
@@ -166,24 +189,24 @@ def _legacy(ctx, node, x, scales):
     return resize(ctx, node, x, {a: {"scale": s} for a, s in enumerate(scales) if s != 1.0}, attrs)
 
 
-@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected"))
+@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"))
 def upsample7(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.attr(node, "scales"))
 
 
-@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
           check=needs_const(1, what="scales"))
 def upsample9(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
           check=needs_const(1, what="scales"))
 def resize10(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
           check=needs_const(1, 2, 3, what="roi/scales/sizes"))
 def resize11(ctx, node):
     x = ctx.port(node, 0)

@@ -5,7 +5,7 @@ import numpy as np
 
 from armnn_import.ir import descriptors as D
 from armnn_import.ir.graph import Port
-from armnn_import.ir.types import DataLayout, DataType
+from armnn_import.ir.types import DataLayout, DataType, PaddingMode
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
@@ -75,7 +75,8 @@ def unsqueeze(ctx, node):
     return ctx.to_shape(x, tuple(shape), ctx.name(node))
 
 
-@register("Transpose", since=1, layers=("Permute",))
+@register("Transpose", since=1, layers=("Permute", "Transpose"),
+          notes="Transpose from the 20.08 format on")
 def transpose(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     rank = len(ctx.lshape(x))
@@ -87,7 +88,7 @@ def transpose(ctx, node):
     return ctx.b.permute(x, perm, ctx.name(node))
 
 
-@register("Concat", since=4, layers=("Merger",))
+@register("Concat", since=4, layers=("Merger", "Concat"), notes="Concat from the 20.08 format on")
 def concat(ctx, node):
     vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
     vals = [v for v in vals if int(np.prod(ctx.lshape(v), dtype=np.int64)) > 0]  # empty inputs add nothing
@@ -185,7 +186,8 @@ def _pad_check(node, ctx):
     return needs_const(1, 2, 3, what="pads/value/axes")(node, ctx)
 
 
-@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger"), check=_pad_check)
+@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger", "Addition", "Concat"), check=_pad_check,
+          notes="20.08 on: a constant value in the Pad layer; 23.08 on: reflect as one Pad (MirrorPad)")
 def pad(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     shape = ctx.lshape(x)
@@ -213,6 +215,13 @@ def pad(ctx, node):
                         [1] * rank, f"{n}_crop")
         before, after = [max(v, 0) for v in before], [max(v, 0) for v in after]
         shape = x.info.shape
+    if mode == "constant" and value != 0 and ctx.b.target.at_least("20.08"):
+        return ctx.b.pad(x, list(zip(before, after)), n, value=value)  # PadDescriptor.padValue
+    if mode == "reflect" and ctx.b.target.at_least("23.08"):
+        if any(v > d - 1 for d, lo, hi in zip(shape, before, after) for v in (lo, hi)):
+            raise Unsupported(f"reflect padding {list(zip(before, after))} of a {list(shape)} tensor "
+                              "(at most the dimension - 1)")
+        return ctx.b.mirror_pad(x, list(zip(before, after)), PaddingMode.Reflect, n)  # 23.08: MirrorPad
     if mode == "constant":
         y = ctx.b.pad(x, list(zip(before, after)), n if value == 0 else f"{n}_zero")
         if value != 0 and y is not x:
@@ -237,7 +246,8 @@ def pad(ctx, node):
                 parts.append(ctx.b.take(x, a, pb, 0, f"{n}_ax{a}_lo", step=-1))
             parts.append(x)
             if pe:
-                parts.append(ctx.b.take(x, a, d - 2, d - 2 - pe, f"{n}_ax{a}_hi", step=-1))
+                stop = d - 2 - pe  # (-1 would be read as the last index: the run ends at index 0)
+                parts.append(ctx.b.take(x, a, d - 2, stop if stop >= 0 else None, f"{n}_ax{a}_hi", step=-1))
         elif mode == "edge":
             if pb:
                 parts.append(repeat(ctx, ctx.b.take(x, a, 0, 1, f"{n}_ax{a}_first"), a, pb, f"{n}_ax{a}_lo"))

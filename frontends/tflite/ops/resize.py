@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
+from armnn_import.executor.structural import resize_matrix
+from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, ResizeMethod, TensorInfo
 
 from . import REGISTRY
 from .shape import gather_const
@@ -44,6 +45,24 @@ def nearest_index(n_in: int, n_out: int, align: bool, half: bool) -> np.ndarray:
     idx = np.floor(v + np.float32(0.5)) if align else np.floor(v)  # TfLiteRound: half away from zero
     idx = np.minimum(idx.astype(np.int64), n_in - 1)
     return np.maximum(idx, 0) if half else idx
+
+
+def _direct(nb, method, size_in, size_out, align: bool, half: bool) -> bool:
+    """Whether one Resize layer (the 20.08 format on) computes what LiteRT does: Arm NN's Resize.cpp
+    interpolation along H and W (executor/structural.py) equals the reference kernel's, index for
+    index (nearest) or weight for weight (bilinear)."""
+    if not nb.target.has(LayerType.Resize) or (align and half):  # (Arm NN takes at most one flag)
+        return False
+    for n_in, n_out in zip(size_in, size_out):
+        arm = resize_matrix(n_in, n_out, method, align, half)
+        if method == ResizeMethod.NearestNeighbor:
+            want = np.zeros((n_out, n_in))
+            want[np.arange(n_out), nearest_index(n_in, n_out, align, half)] = 1.0
+            if not np.array_equal(arm, want):
+                return False
+        elif not np.allclose(arm, bilinear_matrix(n_in, n_out, align, half), atol=1e-6):
+            return False
+    return True
 
 
 def _weights(ctx, m: np.ndarray, quantized: bool, name: str):
@@ -91,9 +110,10 @@ def _check(op, ctx):
 
 
 @REGISTRY.register("RESIZE_BILINEAR", since=1, until=4, check=_check,
-                   layers=("ResizeBilinear", "FullyConnected", "Permute", "Reshape"),
+                   layers=("ResizeBilinear", "FullyConnected", "Permute", "Reshape", "Resize"),
                    notes="ResizeBilinear when align_corners and half_pixel_centers are false, "
-                         "else interpolation matrices along W and H")
+                         "else interpolation matrices along W and H; from the 20.08 format on one "
+                         "Resize with align_corners / half_pixel_centers")
 def resize_bilinear(ctx, op):
     nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
@@ -107,6 +127,10 @@ def resize_bilinear(ctx, op):
         y = nb.add(LayerType.ResizeBilinear, name, [x], D.ResizeBilinearDescriptor(ow, oh, DataLayout.NHWC),
                    quant=q)
         ctx.set(op, 0, y)
+        return
+    if _direct(nb, ResizeMethod.Bilinear, (h, w), (oh, ow), align, half):
+        ctx.set(op, 0, nb.resize(x, (oh, ow), ResizeMethod.Bilinear, name, layout=DataLayout.NHWC,
+                                 align_corners=align, half_pixel_centers=half, quant=q))
         return
     ctx.report.decomposition("RESIZE_BILINEAR", "FullyConnected with constant interpolation matrices "
                              "along W and H (align_corners / half_pixel_centers)")
@@ -123,14 +147,21 @@ def resize_bilinear(ctx, op):
 
 
 @REGISTRY.register("RESIZE_NEAREST_NEIGHBOR", since=1, until=4, check=_check,
-                   layers=("StridedSlice", "Merger", "Reshape", "FullyConnected"),
-                   notes="exact row and column selection")
+                   layers=("StridedSlice", "Merger", "Reshape", "FullyConnected", "Resize"),
+                   notes="exact row and column selection; from the 20.08 format on one Resize where "
+                         "Arm NN's indices are LiteRT's")
 def resize_nearest(ctx, op):
     name = ctx.name(op)
     x = ctx.port(op.inputs[0])
     _, h, w, _ = x.info.shape
     oh, ow = _size(ctx, op)
     align, half = bool(op.options.get("align_corners")), bool(op.options.get("half_pixel_centers"))
+    q = ctx.out_quant(op)
+    same_quant = q is None or q == (x.info.scale, x.info.offset)  # (LiteRT copies the bytes)
+    if same_quant and _direct(ctx.nb, ResizeMethod.NearestNeighbor, (h, w), (oh, ow), align, half):
+        ctx.set(op, 0, ctx.nb.resize(x, (oh, ow), ResizeMethod.NearestNeighbor, name, layout=DataLayout.NHWC,
+                                     align_corners=align, half_pixel_centers=half, quant=q))
+        return
     y = gather_const(ctx, x, 1, nearest_index(h, oh, align, half), f"{name}_rows")
     y = gather_const(ctx, y, 2, nearest_index(w, ow, align, half), f"{name}_cols")
     ctx.report.decomposition("RESIZE_NEAREST_NEIGHBOR", "row and column selection (repeats by "

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
+from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, PaddingMode, TensorInfo
 from armnn_import.lowering import Unsupported
 
 from . import REGISTRY
@@ -122,7 +122,8 @@ def expand_dims(ctx, op):
     _reshape_to(ctx, op, target)
 
 
-@REGISTRY.register("TRANSPOSE", since=1, until=6, layers=("Permute",))
+@REGISTRY.register("TRANSPOSE", since=1, until=6, layers=("Permute", "Transpose"),
+                   notes="Transpose from the 20.08 format on")
 def transpose(ctx, op):
     perm = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     if ctx.is_const(op.inputs[0]):
@@ -157,7 +158,8 @@ def _concat(ctx, op, ports_or_consts, axis, name, q):
     return ctx.nb.concat(ports, axis, name, quant=q)
 
 
-@REGISTRY.register("CONCATENATION", since=1, until=4, layers=("Merger",))
+@REGISTRY.register("CONCATENATION", since=1, until=4, layers=("Merger", "Concat"),
+                   notes="Concat from the 20.08 format on")
 def concatenation(ctx, op):
     ins = list(op.inputs)
     if _all_const(ctx, op):
@@ -322,7 +324,8 @@ def _pads(ctx, op, rank):
 
 @REGISTRY.register("PAD", since=1, until=4, layers=("Pad",))
 @REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation"),
-                   notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float")
+                   notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float; the value in the "
+                         "Pad layer from the 20.08 format on")
 def pad(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
     x = ctx.port(op.inputs[0])
@@ -332,6 +335,9 @@ def pad(ctx, op):
     value = 0.0
     if len(op.inputs) > 2 and op.inputs[2] >= 0:
         value = float(ctx.const(op.inputs[2]).reshape(-1)[0])
+    if nb.target.at_least("20.08") and (value != 0.0 or x.info.dtype.is_quantized and x.info.offset):
+        ctx.set(op, 0, nb.pad(x, pads, name, value=value))  # PadDescriptor.padValue (a level if quantized)
+        return
     if value == 0.0:
         ctx.set(op, 0, quant_pad(ctx, x, pads, name) if x.info.dtype.is_quantized and x.info.offset
                 else nb.pad(x, pads, name))
@@ -373,17 +379,24 @@ def quant_pad(ctx, x, pads, name):
     return nb.binary(LayerType.Subtraction, nb.pad(pos, pads, f"{name}_pos_pad"), negp, name, quant=q)
 
 
-@REGISTRY.register("MIRROR_PAD", since=1, until=3, layers=("StridedSlice", "Merger"),
-                   notes="reversed StridedSlices concatenated per axis")
+@REGISTRY.register("MIRROR_PAD", since=1, until=3, layers=("StridedSlice", "Merger", "Pad"),
+                   notes="reversed StridedSlices concatenated per axis; one Pad from the 23.08 format on")
 def mirror_pad(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
     y = ctx.port(op.inputs[0])
     symmetric = op.options.get("mode", 0) == 1
-    for axis, (before, after) in enumerate(_pads(ctx, op, y.info.rank)):
+    pads = _pads(ctx, op, y.info.rank)
+    edge = 0 if symmetric else 1
+    for axis, (before, after) in enumerate(pads):
         n = y.info.shape[axis]
-        edge = 0 if symmetric else 1
         if before + edge > n or after + edge > n:
             raise Unsupported(f"padding {before, after} is larger than dimension {axis} ({n})")
+    if nb.target.at_least("23.08"):  # one Pad layer (PaddingMode, MirrorPad.cpp)
+        mode = PaddingMode.Symmetric if symmetric else PaddingMode.Reflect
+        ctx.set(op, 0, nb.mirror_pad(y, pads, mode, name))
+        return
+    for axis, (before, after) in enumerate(pads):
+        n = y.info.shape[axis]
         parts = []
         if before:  # indices before-1+edge .. edge, descending
             parts.append(nb.take(y, axis, before - 1 + edge, (edge - 1) if edge else None, f"{name}_l{axis}", -1))

@@ -1,0 +1,84 @@
+"""The structural layers of the 20.08 format (Concat, Transpose, Resize), following
+Arm NN's CpuRef reference workloads (src/backends/reference/workloads: Concatenate.cpp,
+armnnUtils/Transpose.cpp, Resize.cpp; identical in 20.08 and 23.08)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.types import LayerType, ResizeMethod
+from .layers import _from_nchw, _input_nchw, layer_fn, merger
+from .numeric import F32, encode
+
+# ConcatLayer is the 19.02 MergerLayer under its later name (one ParseConcat, one workload)
+layer_fn(LayerType.Concat)(merger)
+
+
+@layer_fn(LayerType.Transpose)
+def transpose(layer, ins, infos):
+    # armnnUtils::Transpose: output dimension i is input dimension dim_mappings[i] (a byte copy)
+    return [np.ascontiguousarray(ins[0].transpose(tuple(layer.desc.dim_mappings)))]
+
+
+def _resize_scale(n_in: int, n_out: int, align: bool) -> np.float32:
+    # CalculateResizeScale
+    if align and n_out > 1:
+        return F32(n_in - 1) / F32(n_out - 1)
+    return F32(n_in) / F32(n_out)
+
+
+def resize_axis(n_in: int, n_out: int, method: ResizeMethod, align: bool, half: bool):
+    """Per output index along one axis: (i0, i1, weight of i1) as Resize.cpp computes them
+    in float32. Nearest neighbour reads i0 only: the corner (floor, or roundf with
+    align_corners) is always at distance 0 of itself, so the distance search picks it."""
+    s = _resize_scale(n_in, n_out, align)
+    o = np.arange(n_out).astype(F32)
+    if half and method == ResizeMethod.Bilinear:
+        v = (o + F32(0.5)) * s - F32(0.5)
+    elif half:
+        v = (o + F32(0.5)) * s
+    else:
+        v = o * s
+    if method == ResizeMethod.NearestNeighbor and align:
+        fl = np.where(v < 0, -np.floor(-v + F32(0.5)), np.floor(v + F32(0.5))).astype(F32)  # roundf
+    else:
+        fl = np.floor(v)
+    i0 = np.maximum(fl, F32(0)).astype(np.int64)
+    if half:
+        i1 = np.minimum(np.ceil(v).astype(np.int64), n_in - 1)
+    else:
+        i1 = np.minimum(i0 + 1, n_in - 1)
+    return i0, np.maximum(i1, 0), (v - fl).astype(F32)
+
+
+def resize_matrix(n_in: int, n_out: int, method: ResizeMethod, align: bool, half: bool) -> np.ndarray:
+    """[n_out, n_in] (float64) weights of Arm NN's Resize along one axis: what a converter
+    compares with the source framework's interpolation before choosing the layer."""
+    i0, i1, w = resize_axis(n_in, n_out, method, align, half)
+    m = np.zeros((n_out, n_in))
+    rows = np.arange(n_out)
+    if method == ResizeMethod.NearestNeighbor:
+        m[rows, i0] = 1.0
+        return m
+    np.add.at(m, (rows, i0), (F32(1) - w).astype(np.float64))
+    np.add.at(m, (rows, i1), w.astype(np.float64))
+    return m
+
+
+@layer_fn(LayerType.Resize)
+def resize(layer, ins, infos):
+    d, out_info = layer.desc, layer.outputs[0]
+    x = _input_nchw(layer, ins, infos)
+    _, _, h, w = x.shape
+    y0, y1, yw = resize_axis(h, d.target_height, d.method, d.align_corners, d.half_pixel_centers)
+    x0, x1, xw = resize_axis(w, d.target_width, d.method, d.align_corners, d.half_pixel_centers)
+    if d.method == ResizeMethod.NearestNeighbor:
+        return [encode(_from_nchw(x[:, :, y0][:, :, :, x0], d.data_layout), out_info)]
+    xw, yw = xw[None, None, None, :], yw[None, None, :, None]
+    one = F32(1)
+
+    def lerp(a, b, t):  # Lerp: w * b + (1 - w) * a
+        return t * b + (one - t) * a
+
+    top = lerp(x[:, :, y0][:, :, :, x0], x[:, :, y0][:, :, :, x1], xw)
+    bottom = lerp(x[:, :, y1][:, :, :, x0], x[:, :, y1][:, :, :, x1], xw)
+    return [encode(_from_nchw(lerp(top, bottom, yw), d.data_layout), out_info)]
