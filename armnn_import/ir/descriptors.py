@@ -256,12 +256,30 @@ class LogSoftmaxDescriptor:
     axis: int = -1
 
 
+@dataclass
+class GatherDescriptor:
+    # (the 19.02 GatherLayer has no descriptor: LayerKind.descriptor_since; 20.08's CpuRef runs axis 0 only)
+    axis: int = _since("20.08", 0)
+
+
+@dataclass
+class BatchMatMulDescriptor:
+    # (the 23.08 format; adjoint and the NHWC/NDHWC layouts are never written by the frontends)
+    transpose_x: bool = False
+    transpose_y: bool = False
+    adjoint_x: bool = False
+    adjoint_y: bool = False
+    data_layout_x: DataLayout = DataLayout.NCHW
+    data_layout_y: DataLayout = DataLayout.NCHW
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
     tensors: tuple[str, ...]    # constant tensor fields, schema order
     optional: tuple[str, ...] = ()  # constant tensor fields that may be absent
     since: str = "19.02"        # the first release whose format has it
+    descriptor_since: str = "19.02"  # the first release whose table has the descriptor (GatherLayer: 20.08)
 
 
 LAYER_KINDS: dict[LayerType, LayerKind] = {
@@ -298,7 +316,7 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.ResizeBilinear: LayerKind("ResizeBilinearLayer", ResizeBilinearDescriptor, ()),
     LayerType.Subtraction: LayerKind("SubtractionLayer", None, ()),
     LayerType.StridedSlice: LayerKind("StridedSliceLayer", StridedSliceDescriptor, ()),
-    LayerType.Gather: LayerKind("GatherLayer", None, ()),
+    LayerType.Gather: LayerKind("GatherLayer", GatherDescriptor, (), descriptor_since="20.08"),
     LayerType.Mean: LayerKind("MeanLayer", MeanDescriptor, ()),
     LayerType.Merger: LayerKind("MergerLayer", OriginsDescriptor, ()),
     LayerType.L2Normalization: LayerKind("L2NormalizationLayer", L2NormalizationDescriptor, ()),
@@ -311,6 +329,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     # no case for ElementwiseUnaryLayer, "Layer type 7 not recognized"; so the 23.08 target on)
     LayerType.ElementwiseUnary: LayerKind("ElementwiseUnaryLayer", ElementwiseUnaryDescriptor, (),
                                           since="23.08"),
+    LayerType.Cast: LayerKind("CastLayer", None, (), since="23.08"),
+    LayerType.BatchMatMul: LayerKind("BatchMatMulLayer", BatchMatMulDescriptor, (), since="23.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

@@ -133,6 +133,9 @@ class LayerType(IntEnum):
     LogSoftmax = 51
     Comparison = 52
     ElementwiseUnary = 54
+    # the 23.08 format (gather worktree: embedding lookups and attention)
+    Cast = 61
+    BatchMatMul = 68
 
 
 class ArgMinMaxFunction(IntEnum):
