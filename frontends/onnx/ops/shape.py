@@ -306,7 +306,8 @@ def _runs(idx):
 
 
 def _gather_check(node, ctx):
-    if ctx.has(node, 1) and not ctx.is_const(node, 1) and not ctx.target.at_least("20.08"):
+    target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
+    if ctx.has(node, 1) and not ctx.is_const(node, 1) and not target.at_least("20.08"):
         return ("run-time indices need Arm NN's Gather layer, which Arm NN 20.08 cannot load from this "
                 "format (its deserializer reads a Gather descriptor the early schema does not have)",
                 "convert with --target 20.08 (read by Arm NN 20.08 and later), or make the indices constant")
