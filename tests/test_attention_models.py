@@ -182,3 +182,19 @@ def test_onnx_cast_between_float_and_int64_on_23_08(tmp_path, armnn_runner_for):
     g = _run_both(tmp_path, path, inputs, [("23.08", ("23.08",))], armnn_runner_for, tol=Tolerance(atol=0))
     assert sum(l.type == T.Cast for l in g["23.08"].layers) == 3
     assert cli.main([str(path), "-o", str(tmp_path / "old.armnn"), "-q", "--target", "20.08"]) == 1
+
+
+def test_onnx_matmul_with_a_large_constant_batch_on_23_08(tmp_path, armnn_runner_for):
+    """A constant right operand of more matrices than separate FullyConnected layers are made for:
+    refused below 23.08, one Constant and one BatchMatMul on 23.08."""
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+    from onnx import numpy_helper
+    w = np.random.default_rng(4).standard_normal((70, 3, 4)).astype(np.float32)
+    path = _onnx(tmp_path, [h.make_node("MatMul", ["x", "w"], ["y"])],
+                 [h.make_tensor_value_info("x", TP.FLOAT, [70, 2, 3])], [h.make_tensor_value_info("y", TP.FLOAT, [70, 2, 4])],
+                 [numpy_helper.from_array(w, "w")])
+    x = np.random.default_rng(5).standard_normal((70, 2, 3)).astype(np.float32)
+    g = _run_both(tmp_path, path, [x], [("23.08", ("23.08",))], armnn_runner_for, tol=Tolerance(atol=1e-5))
+    assert [l.type for l in g["23.08"].layers].count(T.BatchMatMul) == 1
+    assert cli.main([str(path), "-o", str(tmp_path / "old.armnn"), "-q", "--target", "20.08"]) == 1
