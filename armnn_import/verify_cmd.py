@@ -523,6 +523,11 @@ def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = 
     if info.dtype in (DataType.Float32, DataType.Float16):
         return _real(a, spec.quant).astype(info.dtype.np_dtype)
     if info.dtype == DataType.Signed32:
+        if a.dtype.kind in "iu" and a.size and (a.min() < -2 ** 31 or a.max() >= 2 ** 31):
+            # an int64 model input is a Signed32 input of the .armnn network: never wrap silently
+            bad = int(a.min()) if a.min() < -2 ** 31 else int(a.max())
+            raise VerifyError(f"input {spec.name!r}: value {bad} does not fit the .armnn input's int32 "
+                              f"(the {a.dtype} model input becomes Signed32)")
         return a.astype(np.int32)
     return a.astype(bool)
 

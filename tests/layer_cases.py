@@ -25,6 +25,7 @@ from armnn_import.ir import (ActivationDescriptor, ActivationFunction, BatchNorm
                              SpaceToBatchNdDescriptor, StridedSliceDescriptor, TensorInfo)
 from armnn_import.ir.descriptors import (BINARY_LAYERS, LAYER_KINDS, ArgMinMaxDescriptor, ComparisonDescriptor,
                                          ElementwiseUnaryDescriptor, LogSoftmaxDescriptor)
+from armnn_import.ir.descriptors import BatchMatMulDescriptor, GatherDescriptor
 from armnn_import.ir.types import ArgMinMaxFunction, ComparisonOperation, UnaryOperation
 from armnn_import.ir.descriptors import ResizeDescriptor, TransposeDescriptor
 from armnn_import.ir.types import PaddingMode, ResizeMethod
@@ -365,9 +366,26 @@ def build_strided_slice(m):
 
 def build_gather(m, variant=None):
     params = m.input("params", (5, 3, 4))
+    axis = 1 if variant == "axis1" else 0  # (the 20.08 format on: GatherDescriptor.axis)
     idx = m.g.add_input("indices", TensorInfo((2, 3), S32))
-    m.inputs.append(m.rng.integers(0, 5, size=(2, 3)).astype(np.int32))
-    m.out("y", m.g.add(LayerType.Gather, "gather", [params, idx]).out())
+    m.inputs.append(m.rng.integers(0, params.info.shape[axis], size=(2, 3)).astype(np.int32))
+    m.out("y", m.g.add(LayerType.Gather, "gather", [params, idx], GatherDescriptor(axis)).out())
+
+
+def build_cast(m):
+    """Cast (the 23.08 format): from the case's type to Float32 (from Float32: to Signed32)."""
+    x = m.input("x", (2, 3, 5, 7))
+    to = S32 if m.dt == F32 else F32
+    m.out("y", m.g.add(LayerType.Cast, "cast", [x], outputs=[TensorInfo(x.info.shape, to)]).out())
+
+
+def build_batch_matmul(m):
+    """BatchMatMul (the 23.08 format): broadcast batch axes, plain and with transpose_y."""
+    a, b = m.input("a", (2, 3, 4, 5)), m.input("b", (2, 1, 5, 6))
+    c = m.input("c", (1, 3, 6, 5))
+    m.out("y_ab", m.g.add(LayerType.BatchMatMul, "ab", [a, b], BatchMatMulDescriptor(), quant=q(m, 0.5, 128)).out())
+    m.out("y_act", m.g.add(LayerType.BatchMatMul, "act", [a, c], BatchMatMulDescriptor(transpose_y=True),
+                           quant=q(m, 0.5, 128)).out())
 
 
 def build_mean(m):
@@ -512,6 +530,7 @@ BUILDERS = {
     LayerType.L2Normalization: build_l2norm,
     LayerType.ArgMinMax: build_arg_min_max, LayerType.LogSoftmax: build_log_softmax,
     LayerType.Comparison: build_comparison, LayerType.ElementwiseUnary: build_elementwise_unary,
+    LayerType.Cast: build_cast, LayerType.BatchMatMul: build_batch_matmul,
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})
 assert set(BUILDERS) == set(LayerType)
@@ -528,6 +547,7 @@ VARIANTS = {
 # The richer formats' variants of seed layers: what the 20.08 format adds to them.
 TARGET_VARIANTS = {
     LayerType.Convolution2d: (None, "bias", "dilated"), LayerType.DepthwiseConvolution2d: (None, "bias", "dilated"),
+    LayerType.Gather: ("axis0", "axis1"),  # (the 19.02 GatherLayer has no descriptor: 20.08 reads it as null)
 }
 
 
@@ -629,6 +649,17 @@ for _lt in LayerType:
         if _lt not in _ok and _lt != LayerType.Gather:
             UNSUPPORTED.setdefault((_lt, None, _dt, None), _no_type(_lt, _dt))
 
+# The 20.08 format's GatherDescriptor, and the 23.08 layers Cast and BatchMatMul (their cases run
+# on 23.08 only): what CpuRef's layer support refuses
+_REFUSED_ON_CPUREF = "is not supported on requested backend CpuRef"
+UNSUPPORTED[(LayerType.Gather, "axis1", None, None)] = (
+    "20.08's CpuRef gathers on axis 0 only ('Reference Gather: axis not supported')",
+    f"Layer of type Gather {_REFUSED_ON_CPUREF}")
+for _lt, _dts in ((LayerType.BatchMatMul, (S32, BOOL)), (LayerType.Cast, (BOOL,))):
+    for _dt in _dts:
+        UNSUPPORTED[(_lt, None, _dt, None)] = (f"CpuRef has no {_lt.name} for {_dt.name} (layer support check "
+                                               "fails in Optimize)", f"Layer of type {_lt.name} {_REFUSED_ON_CPUREF}")
+
 # Not expressible in a file at all: verify() refuses the graph.
 NOT_EXPRESSIBLE: dict[tuple, str] = {
     (LayerType.Convolution2d, None, None, NHWC):
@@ -676,6 +707,8 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
     (LayerType.Dequantize, None, F16, None): ("pass", "23.08's CpuRef dequantizes (converts) Float16"),
     (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),
+    (LayerType.Gather, "axis1", None, None): ("pass", "23.08's CpuRef gathers on any axis"),
+    (LayerType.Cast, None, S32, None): ("pass", "23.08's CpuRef casts Signed32"),
     # 23.08 turns these layers into one ElementwiseBinary layer, which CpuRef has for no Boolean
     **{(_lt, None, BOOL, None): ("unsupported", (
         "CpuRef has no workload for this data type (layer support check fails in Optimize)",

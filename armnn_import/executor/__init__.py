@@ -8,4 +8,5 @@ run_all(graph, inputs) -> every output slot by Port; evaluate(layer, arrays)
 from .layers import LAYER_FUNCTIONS  # noqa: F401
 from . import releases  # noqa: F401  (registers the richer formats' layers)
 from . import structural  # noqa: F401  (Concat, Transpose, Resize)
+from . import attention  # noqa: F401  (Cast, BatchMatMul: the 23.08 format)
 from .run import evaluate, run, run_all  # noqa: F401

@@ -27,9 +27,12 @@ from .types import ActivationFunction, DataType, LayerType, NormalizationAlgorit
 FLOAT16_TIES = {"20.08": "away from zero", "23.08": "to even"}
 
 
-def _why(layer, release: str) -> str | None:
-    if layer.type == LayerType.Gather:
+def _why(layer, release: str, fmt=None, graph=None) -> str | None:
+    if layer.type == LayerType.Gather and (fmt is None or not fmt.at_least("20.08")):
         return "the Arm NN 20.08 and 23.08 deserializers read a Gather descriptor this schema lacks and crash"
+    if layer.type == LayerType.Gather and release == "20.08" and not (fmt is not None and fmt.at_least("23.08")) \
+            and layer.desc.axis % layer.inputs[0].info.rank:  # (a 23.08-format file never meets 20.08)
+        return "Arm NN 20.08's CpuRef gathers on axis 0 only"
     if layer.type == LayerType.Activation and layer.desc.function == ActivationFunction.SoftReLu:
         return "the Arm NN 20.08 and 23.08 deserializers read SoftReLu as Sigmoid"
     if layer.type == LayerType.Normalization and \
@@ -39,17 +42,29 @@ def _why(layer, release: str) -> str | None:
         return "Arm NN's CpuRef has no Boolean Permute (change the layout of a Boolean tensor: keep its layout)"
     if release == "20.08" and layer.type == LayerType.Pooling2d and layer.desc.pool_type == PoolingAlgorithm.L2:
         return "the Arm NN 20.08 deserializer rejects L2 pooling"
-    if release == "23.08" and layer.type == LayerType.Constant:
+    if release == "23.08" and layer.type == LayerType.Constant and not (graph is not None and reads_as_written_by_23_08(graph, layer)):
         return "the Arm NN 23.08 deserializer reads a Constant of a file without featureVersions as depthwise weights"
     return None
+
+
+def reads_as_written_by_23_08(graph: Graph, layer) -> bool:
+    """A Constant layer that Arm NN 23.08 reads right in a file with weightsLayoutScheme 0: its
+    permutation [M, I, H, W] -> [H, W, I, M] -> [1, H, W, I*M] keeps the element order when
+    M = I = 1, so a [1, 1, H, W] Constant read by Reshapes only gives those Reshapes the same
+    values (lowering.builder.NetBuilder.constant_layer makes such constants)."""
+    shape = layer.outputs[0].shape if layer.outputs else ()
+    users = graph.consumers(layer.out()) if layer.outputs else []
+    return (len(shape) == 4 and shape[:2] == (1, 1) and bool(users)
+            and all(u.type == LayerType.Reshape for u, _ in users))
 
 
 def release_problems(graph: Graph, release: str) -> list[str]:
     """The layers of `graph` that Arm NN `release` ("20.08" or "23.08") misreads or cannot run."""
     if release not in FLOAT16_TIES:
         raise ValueError(f"unknown Arm NN release {release!r}")
+    fmt = getattr(graph, "target", None)
     return [f"layer {l.name!r} ({l.type.name}): {why}" for l in graph.layers
-            if (why := _why(l, release)) is not None]
+            if (why := _why(l, release, fmt, graph)) is not None]
 
 
 def runtime_problems(graph: Graph) -> list[str]:

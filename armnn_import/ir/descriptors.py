@@ -277,6 +277,20 @@ class ResizeDescriptor:
     data_layout: DataLayout = DataLayout.NHWC
     align_corners: bool = False
     half_pixel_centers: bool = False
+class GatherDescriptor:
+    # (the 19.02 GatherLayer has no descriptor: LayerKind.descriptor_since; 20.08's CpuRef runs axis 0 only)
+    axis: int = _since("20.08", 0)
+
+
+@dataclass
+class BatchMatMulDescriptor:
+    # (the 23.08 format; adjoint and the NHWC/NDHWC layouts are never written by the frontends)
+    transpose_x: bool = False
+    transpose_y: bool = False
+    adjoint_x: bool = False
+    adjoint_y: bool = False
+    data_layout_x: DataLayout = DataLayout.NCHW
+    data_layout_y: DataLayout = DataLayout.NCHW
 
 
 class LayerKind(NamedTuple):
@@ -285,6 +299,7 @@ class LayerKind(NamedTuple):
     tensors: tuple[str, ...]    # constant tensor fields, schema order
     optional: tuple[str, ...] = ()  # constant tensor fields that may be absent
     since: str = "19.02"        # the first release whose format has it
+    descriptor_since: str = "19.02"  # the first release whose table has the descriptor (GatherLayer: 20.08)
 
 
 LAYER_KINDS: dict[LayerType, LayerKind] = {
@@ -321,7 +336,7 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.ResizeBilinear: LayerKind("ResizeBilinearLayer", ResizeBilinearDescriptor, ()),
     LayerType.Subtraction: LayerKind("SubtractionLayer", None, ()),
     LayerType.StridedSlice: LayerKind("StridedSliceLayer", StridedSliceDescriptor, ()),
-    LayerType.Gather: LayerKind("GatherLayer", None, ()),
+    LayerType.Gather: LayerKind("GatherLayer", GatherDescriptor, (), descriptor_since="20.08"),
     LayerType.Mean: LayerKind("MeanLayer", MeanDescriptor, ()),
     LayerType.Merger: LayerKind("MergerLayer", OriginsDescriptor, ()),
     LayerType.L2Normalization: LayerKind("L2NormalizationLayer", L2NormalizationDescriptor, ()),
@@ -339,6 +354,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Concat: LayerKind("ConcatLayer", OriginsDescriptor, (), since="20.08"),
     LayerType.Transpose: LayerKind("TransposeLayer", TransposeDescriptor, (), since="20.08"),
     LayerType.Resize: LayerKind("ResizeLayer", ResizeDescriptor, (), since="20.08"),
+    LayerType.Cast: LayerKind("CastLayer", None, (), since="23.08"),
+    LayerType.BatchMatMul: LayerKind("BatchMatMulLayer", BatchMatMulDescriptor, (), since="23.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

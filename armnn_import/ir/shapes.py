@@ -178,7 +178,12 @@ def _strided_slice(layer, ins):
 
 
 def _gather(layer, ins):
-    return [ins[0].with_shape(tuple(ins[1].shape) + tuple(ins[0].shape[1:]))]
+    # GatherLayer::InferOutputShapes: params[:axis] + indices + params[axis + 1:] (axis 0 in 19.02)
+    x, axis = ins[0].shape, layer.desc.axis if layer.desc is not None else 0
+    if not -len(x) <= axis < len(x):
+        raise GraphError(f"{layer.name}: axis {axis} out of range for rank {len(x)}")
+    axis %= len(x)
+    return [ins[0].with_shape(tuple(x[:axis]) + tuple(ins[1].shape) + tuple(x[axis + 1:]))]
 
 
 def _mean(layer, ins):
@@ -260,6 +265,31 @@ def _transpose(layer, ins):
 
 # the 20.08 format's structural layers (ResizeDescriptor names its sizes as ResizeBilinear's)
 _RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize})
+# -- the 23.08 format: Cast and BatchMatMul (gather worktree) -------------------------------
+def _cast(layer, ins):
+    # CastLayer: the shape of its input, the data type its output was given (the builder sets it)
+    if not layer.outputs:
+        raise GraphError(f"{layer.name}: a Cast layer's output data type must be given")
+    return [TensorInfo(ins[0].shape, layer.outputs[0].dtype)]
+
+
+def _batch_matmul(layer, ins):
+    # BatchMatMulLayer::InferOutputShapes (NCHW layouts: the last two axes multiply), for equal ranks
+    d, x, y = layer.desc, list(ins[0].shape), list(ins[1].shape)
+    if len(x) < 2 or len(x) != len(y):
+        raise GraphError(f"{layer.name}: BatchMatMul needs two inputs of one rank >= 2, got {x} and {y}")
+    if d.transpose_x:
+        x[-2], x[-1] = x[-1], x[-2]
+    if d.transpose_y:
+        y[-2], y[-1] = y[-1], y[-2]
+    if x[-1] != y[-2]:
+        raise GraphError(f"{layer.name}: BatchMatMul inner dimensions differ: {x} and {y}")
+    batch = broadcast_shape(tuple(x[:-2]), tuple(y[:-2]), layer.name)
+    return [ins[0].with_shape(batch + (x[-2], y[-1]))]
+
+
+NUM_INPUTS[LayerType.BatchMatMul] = 2
+_RULES.update({LayerType.Cast: _cast, LayerType.BatchMatMul: _batch_matmul})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -137,6 +137,9 @@ class LayerType(IntEnum):
     Concat = 39
     Resize = 43
     Transpose = 55
+    # the 23.08 format (gather worktree: embedding lookups and attention)
+    Cast = 61
+    BatchMatMul = 68
 
 
 class ArgMinMaxFunction(IntEnum):

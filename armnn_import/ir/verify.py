@@ -504,3 +504,25 @@ def _pad(layer, ins):
 
 _RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize,
                LayerType.Pad: _pad})
+# -- the 23.08 format: Cast and BatchMatMul (gather worktree) --------------------------------
+def _cast_rule(layer, ins):
+    """CastQueueDescriptor::Validate (23.08): no Boolean on either side."""
+    x, y = ins[0], layer.outputs[0]
+    if DataType.Boolean in (x.dtype, y.dtype):
+        return [f"casts {x.dtype.name} to {y.dtype.name}; Arm NN's Cast takes no Boolean"]
+    return []
+
+
+def _batch_matmul_rule(layer, ins):
+    """BatchMatMulQueueDescriptor::Validate (23.08): float or quantized inputs and output of one
+    type; transpose and adjoint not both set."""
+    d, y = layer.desc, layer.outputs[0]
+    if len({i.dtype for i in ins} | {y.dtype}) > 1 or y.dtype in (DataType.Signed32, DataType.Boolean):
+        return [f"inputs {[i.dtype.name for i in ins]} and output {y.dtype.name}: BatchMatMul needs one "
+                "float or quantized type"]
+    if (d.transpose_x and d.adjoint_x) or (d.transpose_y and d.adjoint_y):
+        return ["transpose and adjoint cannot both be set for one input"]
+    return []
+
+
+_RULES.update({LayerType.Cast: _cast_rule, LayerType.BatchMatMul: _batch_matmul_rule})

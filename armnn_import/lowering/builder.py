@@ -513,6 +513,51 @@ class NetBuilder:
                                   layout)
         return self.add(LayerType.Pooling2d, name, [x], d, quant=quant)
 
+    # -- embedding lookups and attention (Gather with an axis: 20.08 format; Cast, BatchMatMul: 23.08)
+    def constant_layer(self, values, name: str) -> Port:
+        """A constant as a Constant layer of shape [1, 1, rows, last] and a Reshape to its shape:
+        the one form of Constant that Arm NN 23.08 reads right in files of every target (it takes
+        a Constant for depthwise weights and permutes it, which keeps this form's element order;
+        ir/compat.py). For the rich targets' layers that take a run-time input only (Gather)."""
+        ct = values if isinstance(values, ConstTensor) else ConstTensor(np.ascontiguousarray(values))
+        shape = ct.shape or (1,)
+        last = shape[-1]
+        four = (1, 1, ct.info.num_elements // last, last)
+        c = self.add(LayerType.Constant, name, [], tensors={"input": ConstTensor(
+            ct.data.reshape(four), ct.info.with_shape(four), ct.storage)})
+        return self.add(LayerType.Reshape, f"{name}_shape", [c], D.ReshapeDescriptor(shape))
+
+    def gather(self, params: Port, indices: Port, axis: int, name: str) -> Port:
+        """numpy.take(params, indices, axis) for run-time Signed32 indices in [0, dim): a Gather
+        layer (the 20.08 format on). Arm NN 20.08's CpuRef gathers on axis 0 only, so there
+        another axis is permuted to the front and back (exact)."""
+        rank = params.info.rank
+        axis %= rank
+        if axis and not self.target.at_least("23.08"):
+            front = self.permute(params, (axis,) + tuple(a for a in range(rank) if a != axis), f"{name}_front")
+            y = self.add(LayerType.Gather, name, [front, indices], D.GatherDescriptor(0))
+            ni = indices.info.rank
+            back = tuple(range(ni, ni + axis)) + tuple(range(ni)) + tuple(range(ni + axis, y.info.rank))
+            self.report.decomposition("Gather", "Arm NN 20.08 gathers on axis 0: Permute, Gather, Permute")
+            return self.permute(y, back, f"{name}_back")
+        return self.add(LayerType.Gather, name, [params, indices], D.GatherDescriptor(axis))
+
+    def cast(self, x: Port, dtype: DataType, name: str) -> Port:
+        """x converted to `dtype` (Cast layer, the 23.08 format): float -> int truncates,
+        int -> float rounds to nearest, float32 <-> float16 rounds to nearest."""
+        if x.info.dtype == dtype:
+            return x
+        from ..ir.types import TensorInfo
+        return self.add(LayerType.Cast, name, [x], outputs=[TensorInfo(x.info.shape, dtype)])
+
+    def batch_matmul(self, a: Port, b: Port, name: str, *, transpose_a: bool = False,
+                     transpose_b: bool = False, quant=None) -> Port:
+        """a @ b over the last two axes (either transposed first), batch axes broadcast
+        (BatchMatMul layer, the 23.08 format); ranks are equalized with leading 1s."""
+        a, b = self._equal_rank(a, b, name)
+        return self.add(LayerType.BatchMatMul, name, [a, b], D.BatchMatMulDescriptor(transpose_a, transpose_b),
+                        quant=quant)
+
 
     # -- structural layers of the 20.08 format (callers check self.target first) ---
     def transpose(self, x: Port, perm, name: str) -> Port:

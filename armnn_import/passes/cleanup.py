@@ -127,6 +127,7 @@ def drop_unused_inputs(graph: Graph, report: Report) -> int:
 def fold_constants(graph: Graph, report: Report) -> int:
     """Evaluate layers whose inputs are all Constant layers (numpy executor)."""
     from ..executor import evaluate
+    from ..ir.compat import reads_as_written_by_23_08
 
     n = 0
     for layer in list(graph.layers):
@@ -134,6 +135,8 @@ def fold_constants(graph: Graph, report: Report) -> int:
             continue
         if not all(p.layer.type == LayerType.Constant for p in layer.inputs):
             continue
+        if layer.type == LayerType.Reshape and reads_as_written_by_23_08(graph, layer.inputs[0].layer):
+            continue  # a [1, 1, H, W] Constant and its Reshape: the form Arm NN 23.08 reads right
         try:
             values = evaluate(layer, [p.layer.tensors["input"].data for p in layer.inputs])
         except ArmnnImportError:  # e.g. a layer the runtime can't run either: leave it

@@ -164,7 +164,10 @@ def _read_layer(buf, any_layer, position: int):
             raise ReadError(f"{what}: input slot {i} is not connected")
         conns.append((c.SourceLayerIndex(), c.OutputSlotIndex()))
     outputs = [_tensor_info(buf, base.OutputSlots(i).TensorInfo(), what) for i in range(n_out)]
-    desc = _descriptor(buf, obj.Descriptor(), kind.descriptor, what) if kind.descriptor else None
+    desc = None
+    if kind.descriptor:  # (a table without its descriptor in this format, as 19.02's GatherLayer: defaults)
+        desc = _descriptor(buf, obj.Descriptor(), kind.descriptor, what) \
+            if buf.target.at_least(kind.descriptor_since) else kind.descriptor()
     tensors = {}
     for k in kind.tensors:
         ct = getattr(obj, schema_name(k))()

@@ -221,7 +221,8 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
         b.fb.BindableLayerBaseAddBase(b, base)
         b.fb.BindableLayerBaseAddLayerBindingId(b, layer.binding_id)
         base = b.fb.BindableLayerBaseEnd(b)
-    desc = _descriptor(b, layer.desc) if kind.descriptor is not None else None
+    desc = _descriptor(b, layer.desc) if kind.descriptor is not None and \
+        b.target.at_least(kind.descriptor_since) else None  # (the 19.02 GatherLayer has none)
     tensors = {k: _shared_const(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
     _call(kind.table, "Start", b)
     _call(kind.table, "AddBase", b, base)

@@ -111,6 +111,7 @@ class ScanView:
 
     def __init__(self, conv: "Converter", const: set, values: dict):
         self.opset, self._const, self._values, self._inferred = conv.opset, const, values, conv.inferred
+        self.target = conv.g.target  # the format written (armnn_import.target.Target)
 
     def has(self, node, i):
         return i < len(node.inputs) and node.inputs[i] != ""

@@ -49,7 +49,7 @@ STATE_INPUTS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "UNIDIRECTIONAL_SEQUEN
                 "BIDIRECTIONAL_SEQUENCE_LSTM": (35, 36, 37, 38)}
 # Type rules (see Ctx._type_problem): operators whose output type may differ from their input's,
 # operators all of whose inputs are data (the rest read data from one input: DATA_INPUT, else 0).
-TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE"}
+TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "ARG_MAX", "ARG_MIN"}
 COMPARISONS = {"EQUAL", "GREATER", "LESS", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL"}
 ALL_DATA = COMPARISONS | {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
                           "ADD_N", "PRELU", "CONCATENATION", "PACK"}
@@ -61,10 +61,8 @@ REFUSED = {
     "CALL_ONCE": "calls another subgraph (resource initialisation); only the main subgraph is converted",
     "CALL": "calls another subgraph; only the main subgraph is converted",
     "LSTM": "recurrent cells have no Arm NN layer in this format", "SVDF": "no SVDF layer in this format",
-    "ARG_MAX": "Arm NN's format has no ArgMinMax layer", "ARG_MIN": "Arm NN's format has no ArgMinMax layer",
     "LOG": "no exact lowering (no Log activation)", "SIN": "no exact lowering", "COS": "no exact lowering",
     "POW": "no exact lowering for a general power", "GELU": "no exact lowering (needs erf)",
-    "BATCH_MATMUL": "a matrix product of two runtime tensors has no Arm NN layer in this format",
     "SELECT": "no select layer", "SELECT_V2": "no select layer",
     "LOG_SOFTMAX": "no exact lowering (no Log activation)",
     "ROUND": "rounds half to even; Floor(x + 0.5) would round halves up",

@@ -7,6 +7,7 @@ import numpy as np
 
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
@@ -213,7 +214,12 @@ def clip(ctx, node):
     return y
 
 
-@register("Cast", "CastLike", since=6, layers=("Activation", "Floor"))
+# ONNX Cast `to` -> Arm NN type, for the 23.08 Cast layer (int64 tensors are Signed32 here)
+_CAST_TYPES = {1: DataType.Float32, 6: DataType.Signed32, 7: DataType.Signed32}
+
+
+@register("Cast", "CastLike", since=6, layers=("Activation", "Floor", "Cast"),
+          notes="float32 <-> int32/int64 at run time: Cast from --target 23.08 on")
 def cast(ctx, node):
     """float32 -> float32 is nothing; a boolean becomes its 0/1 mask; float -> bool is x != 0."""
     from .logic import float01, step
@@ -221,8 +227,9 @@ def cast(ctx, node):
     v, n = ctx.val(node, 0), ctx.name(node)
     if node.op == "CastLike":
         target = ctx.val(node, 1)
-        to = {"Float32": 1, "Boolean": 9}.get(target.info.dtype.name) if isinstance(target, Port) else \
-            {np.dtype(np.float32): 1, np.dtype(np.bool_): 9}.get(np.asarray(target).dtype)
+        to = {"Float32": 1, "Boolean": 9, "Signed32": 6}.get(target.info.dtype.name) if isinstance(target, Port) \
+            else {np.dtype(np.float32): 1, np.dtype(np.bool_): 9, np.dtype(np.int32): 6,
+                  np.dtype(np.int64): 7}.get(np.asarray(target).dtype)
     else:
         to = ctx.attr(node, "to")
     is_bool = isinstance(v, Port) and (v.info.dtype.name == "Boolean" or v in ctx.bool_float)
@@ -238,6 +245,13 @@ def cast(ctx, node):
     if to == 9 and v.info.dtype.name == "Float32":
         ctx.bool_float.add(y := step(ctx, ctx.b.activation(v, AF.Abs, f"{n}_abs"), n))
         return y
+    want = _CAST_TYPES.get(to)
+    if isinstance(v, Port) and want is not None and v.info.dtype == want:
+        return v  # int64 <-> int32: both are Signed32 in the network
+    if isinstance(v, Port) and want is not None and v.info.dtype in _CAST_TYPES.values() and \
+            ctx.g.target.has(L.Cast) and v not in ctx.bool_float and not is_bool:
+        # the 23.08 format: a Cast layer (float -> int truncates, as onnxruntime's static_cast)
+        return ctx.b.cast(v, want, n)
     raise Unsupported("casts of run-time tensors other than float32/bool -> float32/bool have no Arm NN layer")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.graph import Port
+from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
@@ -30,6 +31,11 @@ def matmul_runtime(ctx, a: Port, b: Port, name: str) -> Port:
     if sb[-2] != k:
         raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ")
     batch = broadcast(sa[:-2], sb[:-2])
+    if ctx.g.target.has(L.BatchMatMul) and a.info.dtype == b.info.dtype and \
+            a.info.dtype in (DataType.Float32, DataType.Float16):
+        # the 23.08 format: one BatchMatMul layer (float32 sums in index order, as CpuRef runs them)
+        y = ctx.b.batch_matmul(a, b, name)
+        return ctx.b.reshape(y, batch + (sa[-2], sb[-1]), f"{name}_shape")
     if len(batch) > 1:
         # one batch axis, so that the product is 4-D (Arm NN's Mean takes at most 4-D):
         # repeat broadcast batch axes, then merge them
@@ -103,6 +109,12 @@ def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
         return y
     batch = tuple(np.broadcast_shapes(sa[:-2], b.shape[:-2]))
     nb = int(np.prod(batch, dtype=np.int64))
+    if (nb > MAX_BATCHED_FC or len(batch) + 2 > 4) and ctx.g.target.has(L.BatchMatMul) and \
+            a.info.dtype == DataType.Float32:
+        # the 23.08 format: the constant as a Constant layer read by a BatchMatMul
+        bc = ctx.b.constant_layer(np.ascontiguousarray(b, np.float32), f"{name}_b")
+        y = ctx.b.batch_matmul(a, bc, name)
+        return ctx.b.reshape(y, batch + (sa[-2], b.shape[-1]), f"{name}_nd")
     if nb > MAX_BATCHED_FC:
         raise Unsupported(f"MatMul with a constant batched right operand of {nb} matrices "
                           f"(at most {MAX_BATCHED_FC} become separate FullyConnected layers)")
@@ -121,7 +133,8 @@ def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
     return ctx.b.reshape(y, batch + (sa[-2], b.shape[-1]), f"{name}_nd")
 
 
-@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean"))
+@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "BatchMatMul"),
+          notes="two run-time operands: BatchMatMul from --target 23.08 on")
 def matmul_(ctx, node):
     return matmul(ctx, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 

@@ -316,21 +316,46 @@ def _runs(idx):
 
 
 def _gather_check(node, ctx):
-    if ctx.has(node, 1) and not ctx.is_const(node, 1):
+    target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
+    if ctx.has(node, 1) and not ctx.is_const(node, 1) and not target.at_least("20.08"):
         return ("run-time indices need Arm NN's Gather layer, which Arm NN 20.08 cannot load from this "
                 "format (its deserializer reads a Gather descriptor the early schema does not have)",
-                "make the indices constant")
+                "convert with --target 20.08 (read by Arm NN 20.08 and later), or make the indices constant")
     return None
 
 
-@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected"), check=_gather_check)
+def _gather_runtime(ctx, data, indices, axis: int, n: str) -> Port:
+    """A Gather layer (the 20.08 format on) for run-time indices: an embedding lookup when
+    the data is constant (a [1, 1, rows, last] Constant layer, see NetBuilder.constant_layer)."""
+    if indices.info.dtype != DataType.Signed32:
+        raise Unsupported(f"indices are {indices.info.dtype.name} at run time; Arm NN's Gather takes int32")
+    if isinstance(data, Port):
+        if data.info.dtype == DataType.Boolean:
+            raise Unsupported("gathering a boolean tensor (CpuRef's Gather moves no Boolean data)")
+    else:
+        arr = np.asarray(data)
+        if arr.dtype.kind not in "fiu" or arr.size == 0:
+            raise Unsupported(f"gathering from a constant of type {arr.dtype}")
+        if arr.dtype.kind in "iu" and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
+            raise Unsupported("an integer constant outside the int32 range")
+        data = ctx.b.constant_layer(arr.astype(np.float32 if arr.dtype.kind == "f" else np.int32), f"{n}_data")
+    ctx.report.warn(f"{n}: run-time Gather indices must lie in [0, {data.info.shape[axis]}): Arm NN 20.08 "
+                    "reads out of bounds for others (negative ones too), 23.08 fails; armnn-import verify "
+                    "and the executor refuse them")
+    return ctx.b.gather(data, indices, axis, n)
+
+
+@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Gather"), check=_gather_check,
+          notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, node):
     data, indices, n = ctx.val(node, 0), ctx.val(node, 1), ctx.name(node)
     dshape, ishape = ctx.lshape(data), ctx.lshape(indices)
     axis = norm_axes([ctx.attr(node, "axis", 0)], len(dshape))[0]
     out = dshape[:axis] + ishape + dshape[axis + 1:]
     if isinstance(indices, Port):
-        raise Unsupported(_gather_check(node, ctx)[0])
+        if not ctx.g.target.at_least("20.08"):
+            raise Unsupported(_gather_check(node, ctx)[0])
+        return ctx.to_shape(_gather_runtime(ctx, data, indices, axis, n), out, f"{n}_shape")
     idx = np.asarray(indices).astype(np.int64).reshape(-1)
     dim = dshape[axis]
     if idx.size == 0:
@@ -340,6 +365,10 @@ def gather(ctx, node):
     idx = np.where(idx < 0, idx + dim, idx).tolist()
     x = data
     runs = _runs(idx)
+    if len(runs) > MAX_SLICE_GATHER and ctx.g.target.at_least("20.08") and x.info.dtype != DataType.Boolean:
+        # one Gather with constant indices: leaner than the one-hot matrix, and exact for inf and NaN
+        sel = ctx.b.constant_layer(np.asarray(idx, np.int32), f"{n}_indices")
+        return ctx.to_shape(ctx.b.gather(x, sel, axis, n), out, f"{n}_shape")
     if len(runs) <= MAX_SLICE_GATHER or x.info.dtype != DataType.Float32:
         if len(runs) > 4 * MAX_SLICE_GATHER:
             raise Unsupported(f"gathering {len(idx)} scattered indices of a non-float tensor")

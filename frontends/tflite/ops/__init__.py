@@ -5,3 +5,4 @@ from armnn_import.registry import OpRegistry
 REGISTRY = OpRegistry("tflite")
 
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
+from . import attention  # noqa: E402,F401  (GATHER at run time, BATCH_MATMUL, CAST, ARG_MAX)

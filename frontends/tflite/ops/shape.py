@@ -141,13 +141,27 @@ def shape_op(ctx, op):
     ctx.fold(op, 0, np.array(ctx.shape(op.inputs[0]), dtype))
 
 
+_CASTS = (DataType.Float32, DataType.Signed32)  # run-time casts of the 23.08 Cast layer
+
+
 def _check_cast(op, ctx):
-    return None if _all_const(ctx, op) else "a runtime type conversion; Arm NN's format has no Cast layer"
+    if _all_const(ctx, op):
+        return None
+    if not ctx.nb.g.target.has(LayerType.Cast):
+        return ("a runtime type conversion; Arm NN's format has no Cast layer",
+                "convert with --target 23.08 (float32 <-> int32)")
+    if ctx.dtype_of(op.inputs[0]) not in _CASTS or ctx.dtype_of(op.outputs[0]) not in _CASTS:
+        return "a runtime cast other than float32 <-> int32"
+    return None
 
 
-@REGISTRY.register("CAST", since=1, until=6, check=_check_cast, layers=(), notes="constants only")
+@REGISTRY.register("CAST", since=1, until=6, check=_check_cast, layers=("Cast",),
+                   notes="constants; float32 <-> int32 at run time from --target 23.08 on")
 def cast(ctx, op):
     from ..model import NP_TYPES
+    if not _all_const(ctx, op):  # a Cast layer: float -> int truncates, as TFLite's static_cast
+        ctx.set(op, 0, ctx.nb.cast(ctx.port(op.inputs[0]), ctx.dtype_of(op.outputs[0]), ctx.name(op)))
+        return
     ctx.fold(op, 0, np.asarray(_value(ctx, op.inputs[0])).astype(NP_TYPES[ctx.t(op.outputs[0]).type]))
 
 
@@ -525,17 +539,19 @@ def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
 def _check_gather(op, ctx):
     if op.options.get("batch_dims", 0):
         return "batch_dims is not supported"
-    if not ctx.is_const(op.inputs[1]):
+    if not ctx.is_const(op.inputs[1]) and not ctx.nb.g.target.at_least("20.08"):
         # Arm NN 20.08's deserializer reads a Gather descriptor this schema's GatherLayer lacks
         # (null pointer): a Gather layer crashes it.
         return ("indices computed at run time need a Gather layer, which Arm NN 20.08 cannot "
-                "read from this format")
+                "read from this format", "convert with --target 20.08 (read by Arm NN 20.08 and later)")
+    if not ctx.is_const(op.inputs[1]) and ctx.dtype_of(op.inputs[1]) != DataType.Signed32:
+        return "run-time indices must be int32 (Arm NN's Gather takes Signed32 indices)"
     return None
 
 
 @REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
-                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute"),
-                   notes="constant indices only, without a Gather layer")
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather"),
+                   notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
     xi, ii = op.inputs[:2]
@@ -548,6 +564,10 @@ def gather(ctx, op):
             raise Unsupported(f"gather index out of range for dimension {v.shape[axis]}")
         ctx.fold(op, 0, np.take(v, idx, axis=axis))
         return
+    if not ctx.is_const(ii):  # an embedding lookup: a Gather layer (the 20.08 format on)
+        from .attention import gather_runtime
+        gather_runtime(ctx, op, axis)
+        return
     x = ctx.port(xi)
     axis = _axis(axis, x.info.rank)
     shape = x.info.shape
@@ -558,8 +578,6 @@ def gather(ctx, op):
         y = gather_const(ctx, x, axis, idx.reshape(-1), name)
         out = shape[:axis] + idx.shape + shape[axis + 1:]
         ctx.set(op, 0, nb.reshape(y, _scalar_shape(out), f"{name}_shape"))
-        return
-    raise Unsupported("indices computed at run time")
 
 
 # -- depth, space and batch -------------------------------------------------------------------
