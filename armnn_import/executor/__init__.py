@@ -8,3 +8,4 @@ run_all(graph, inputs) -> every output slot by Port; evaluate(layer, arrays)
 from .layers import LAYER_FUNCTIONS  # noqa: F401
 from . import releases  # noqa: F401  (registers the richer formats' layers)
 from .run import evaluate, run, run_all  # noqa: F401
+from . import recurrent  # noqa: F401,E402  (registers Lstm and UnidirectionalSequenceLstm)

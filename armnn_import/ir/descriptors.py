@@ -256,12 +256,50 @@ class LogSoftmaxDescriptor:
     axis: int = -1
 
 
+@dataclass
+class LstmDescriptor:
+    # activation_func: the Android NN code of the cell activation (LstmUtils SetActivationParameters:
+    # 0 none, 1 ReLu, 3 ReLu6, 4 TanH, 6 Sigmoid); the gates always use Sigmoid
+    activation_func: int = 0
+    clipping_thres_cell: float = 0.0
+    clipping_thres_proj: float = 0.0
+    cifg_enabled: bool = True
+    peephole_enabled: bool = False
+    projection_enabled: bool = False
+    layer_norm_enabled: bool = False
+
+
+@dataclass
+class UnidirectionalSequenceLstmDescriptor:
+    activation_func: int = 0
+    clipping_thres_cell: float = 0.0
+    clipping_thres_proj: float = 0.0
+    cifg_enabled: bool = True
+    peephole_enabled: bool = False
+    projection_enabled: bool = False
+    layer_norm_enabled: bool = False
+    time_major: bool = False
+
+
+# The fields of the schema's LstmInputParams table, in its order; the first nine are always present.
+LSTM_TENSORS = (
+    "input_to_forget_weights", "input_to_cell_weights", "input_to_output_weights",
+    "recurrent_to_forget_weights", "recurrent_to_cell_weights", "recurrent_to_output_weights",
+    "forget_gate_bias", "cell_bias", "output_gate_bias",
+    "input_to_input_weights", "recurrent_to_input_weights", "cell_to_input_weights", "input_gate_bias",
+    "projection_weights", "projection_bias", "cell_to_forget_weights", "cell_to_output_weights",
+    "input_layer_norm_weights", "forget_layer_norm_weights", "cell_layer_norm_weights",
+    "output_layer_norm_weights",
+)
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
     tensors: tuple[str, ...]    # constant tensor fields, schema order
     optional: tuple[str, ...] = ()  # constant tensor fields that may be absent
     since: str = "19.02"        # the first release whose format has it
+    params: str = ""            # the nested table holding `tensors` (LstmInputParams), if any
 
 
 LAYER_KINDS: dict[LayerType, LayerKind] = {
@@ -311,6 +349,11 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     # no case for ElementwiseUnaryLayer, "Layer type 7 not recognized"; so the 23.08 target on)
     LayerType.ElementwiseUnary: LayerKind("ElementwiseUnaryLayer", ElementwiseUnaryDescriptor, (),
                                           since="23.08"),
+    LayerType.Lstm: LayerKind("LstmLayer", LstmDescriptor, LSTM_TENSORS, LSTM_TENSORS[9:], since="20.08",
+                              params="LstmInputParams"),
+    LayerType.UnidirectionalSequenceLstm: LayerKind("UnidirectionalSequenceLstmLayer",
+                                                    UnidirectionalSequenceLstmDescriptor, LSTM_TENSORS,
+                                                    LSTM_TENSORS[9:], since="23.08", params="LstmInputParams"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

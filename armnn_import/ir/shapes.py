@@ -19,6 +19,10 @@ NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 
                    LayerType.Merger: None, LayerType.Comparison: 2})
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
+# (input, output state, cell state) -> Lstm: (scratch, output state, cell state, output);
+# UnidirectionalSequenceLstm: (output state, cell state, output)
+NUM_INPUTS.update({LayerType.Lstm: 3, LayerType.UnidirectionalSequenceLstm: 3})
+NUM_OUTPUTS.update({LayerType.Lstm: 4, LayerType.UnidirectionalSequenceLstm: 3})
 
 
 def hw_axes(layout: DataLayout) -> tuple[int, int, int]:
@@ -243,6 +247,23 @@ _RULES = {
     LayerType.Dequantize: lambda layer, ins: [TensorInfo(ins[0].shape, DataType.Float32)],
 }
 _RULES.update({t: _binary for t in BINARY_LAYERS})
+
+
+def _lstm(layer, ins):
+    """LstmLayer / UnidirectionalSequenceLstmLayer::InferOutputShapes: the output size is the output
+    state's dimension 1, the cell size the rows of inputToOutputWeights."""
+    x, h = ins[0], ins[1]
+    cells, out = layer.tensors["input_to_output_weights"].info.shape[0], h.shape[1]
+    if layer.type == LayerType.Lstm:
+        batch = x.shape[0]
+        gates = 3 if layer.desc.cifg_enabled else 4
+        return [x.with_shape((batch, cells * gates)), x.with_shape((batch, out)), x.with_shape((batch, cells)),
+                x.with_shape((batch, out))]
+    batch = x.shape[1] if layer.desc.time_major else x.shape[0]
+    return [x.with_shape((batch, out)), x.with_shape((batch, cells)), x.with_shape((x.shape[0], x.shape[1], out))]
+
+
+_RULES.update({LayerType.Lstm: _lstm, LayerType.UnidirectionalSequenceLstm: _lstm})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -133,6 +133,9 @@ class LayerType(IntEnum):
     LogSoftmax = 51
     Comparison = 52
     ElementwiseUnary = 54
+    # recurrent layers: one LSTM time step (20.08 format), a whole sequence (23.08)
+    Lstm = 34
+    UnidirectionalSequenceLstm = 63
 
 
 class ArgMinMaxFunction(IntEnum):

@@ -447,6 +447,67 @@ _RULES = {
 }
 
 
+def _lstm_tensors(layer) -> dict[str, tuple]:
+    """The constant tensors an LSTM layer's flags call for, with their shapes given the
+    cell size C, the input size I and the output size O (as strings to fill in)."""
+    d = layer.desc
+    want = {f"{a}_to_{g}_weights": ("C", "I" if a == "input" else "O")
+            for a in ("input", "recurrent") for g in ("forget", "cell", "output")}
+    want.update({f"{g}_bias": ("C",) for g in ("forget_gate", "cell", "output_gate")})
+    if not d.cifg_enabled:
+        want.update({"input_to_input_weights": ("C", "I"), "recurrent_to_input_weights": ("C", "O"),
+                     "input_gate_bias": ("C",)})
+        if d.peephole_enabled or layer.type == LayerType.Lstm:
+            # (20.08's ParseLstm reads cellToInputWeights whenever CIFG is off, peepholes or not)
+            want["cell_to_input_weights"] = ("C",)
+    if d.peephole_enabled:
+        want.update({"cell_to_forget_weights": ("C",), "cell_to_output_weights": ("C",)})
+    if d.projection_enabled:  # (both releases' deserializers read the bias whenever projection is on)
+        want.update({"projection_weights": ("O", "C"), "projection_bias": ("O",)})
+    if d.layer_norm_enabled:
+        want.update({f"{g}_layer_norm_weights": ("C",) for g in ("forget", "cell", "output")})
+        if not d.cifg_enabled:
+            want["input_layer_norm_weights"] = ("C",)
+    return want
+
+
+def _lstm_rule(layer, ins):
+    """LstmLayer / UnidirectionalSequenceLstmLayer (ValidateTensorShapesFromInputs, LstmQueueDescriptor
+    Validate) on float32: the tensors the flags need, of matching shapes; an activation code
+    LstmUtils knows."""
+    d, problems = layer.desc, []
+    if d.activation_func not in (0, 1, 3, 4, 6):
+        problems.append(f"activation_func {d.activation_func} is not one of LstmUtils' 0, 1, 3, 4, 6")
+    rank = 2 if layer.type == LayerType.Lstm else 3
+    x, h, c = ins
+    if x.rank != rank or h.rank != 2 or c.rank != 2:
+        return problems + [f"inputs are {x.shape}, {h.shape}, {c.shape}; expected rank {rank}, 2, 2"]
+    if any(i.dtype != DataType.Float32 for i in ins) or any(t.info.dtype != DataType.Float32
+                                                             for t in layer.tensors.values()):
+        problems.append("inputs and constants must be Float32 (the only type converted)")
+    want = _lstm_tensors(layer)
+    problems += [f"missing constant tensor '{k}'" for k in want if k not in layer.tensors]
+    problems += [f"constant tensor '{k}' is not used with these flags" for k in layer.tensors if k not in want]
+    if problems:
+        return problems
+    cells = layer.tensors["input_to_output_weights"].info.shape[0]
+    batch = x.shape[1] if getattr(d, "time_major", False) else x.shape[0]
+    sizes = {"C": cells, "I": x.shape[-1], "O": h.shape[1]}
+    for k, dims in want.items():
+        shape = tuple(sizes[v] for v in dims)
+        if layer.tensors[k].info.shape != shape:
+            problems.append(f"constant '{k}' is {layer.tensors[k].info.shape}, expected {shape}")
+    if h.shape != (batch, sizes["O"]) or c.shape != (batch, cells):
+        problems.append(f"states {h.shape} and {c.shape} do not fit batch {batch}, output {sizes['O']} "
+                        f"and {cells} cells")
+    if not d.projection_enabled and sizes["O"] != cells:
+        problems.append(f"output size {sizes['O']} differs from the {cells} cells without a projection")
+    return problems
+
+
+_RULES.update({LayerType.Lstm: _lstm_rule, LayerType.UnidirectionalSequenceLstm: _lstm_rule})
+
+
 def _per_axis_weighted(layer, x, w, out_c) -> list[str]:
     """Per-axis QSymmS8 weights (20.08 on): a quantized input and output of one type, one weight
     scale per output channel (depthwise [M, C, kH, kW]: C * M, in output order c * M + m, which

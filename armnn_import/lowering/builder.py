@@ -497,3 +497,13 @@ def _per_channel(c: np.ndarray, rank: int, axis: int):
     if any(n != 1 for i, n in enumerate(full.shape) if i != axis):
         return None
     return full.reshape(-1)
+
+
+def _lstm(self, ltype: LayerType, x: Port, h: Port, c: Port, tensors: dict, desc, name: str):
+    """An Lstm layer (one step; outputs scratch, output state, cell state, output) or a
+    UnidirectionalSequenceLstm (outputs output state, cell state, output sequence): the Layer,
+    whose outputs the caller picks. (Defined here, after the class, to keep its body unchanged.)"""
+    return self.g.add(ltype, name, [x, h, c], desc, tensors=tensors)
+
+
+NetBuilder.lstm = _lstm

@@ -166,8 +166,13 @@ def _read_layer(buf, any_layer, position: int):
     outputs = [_tensor_info(buf, base.OutputSlots(i).TensorInfo(), what) for i in range(n_out)]
     desc = _descriptor(buf, obj.Descriptor(), kind.descriptor, what) if kind.descriptor else None
     tensors = {}
+    holder = obj
+    if kind.params:  # the tensors sit in a nested table (LstmInputParams)
+        holder = obj.InputParams()
+        if holder is None:
+            raise ReadError(f"{what}: missing {kind.params}")
     for k in kind.tensors:
-        ct = getattr(obj, schema_name(k))()
+        ct = getattr(holder, schema_name(k))()
         if ct is not None:
             if ct._tab.Pos not in buf.tensors:
                 buf.tensors[ct._tab.Pos] = _const_tensor(buf, ct, f"{what} {k}")
