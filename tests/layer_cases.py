@@ -430,7 +430,55 @@ def build_dequantize(m):
     m.out("y", m.g.add(LayerType.Dequantize, "dequantize", [x]).out())
 
 
+def _lstm_tensors(m, cells, size, peephole):
+    from armnn_import.ir.descriptors import LSTM_TENSORS
+    shapes = {k: (cells, size) for k in LSTM_TENSORS if k.startswith("input_to_")}
+    shapes.update({k: (cells, cells) for k in LSTM_TENSORS if k.startswith("recurrent_to_")})
+    shapes.update({k: (cells,) for k in LSTM_TENSORS if k.endswith("_bias") and "projection" not in k})
+    shapes["cell_to_input_weights"] = (cells,)  # (20.08's ParseLstm reads it with CIFG off)
+    if peephole:
+        shapes.update({"cell_to_forget_weights": (cells,), "cell_to_output_weights": (cells,)})
+    return shapes
+
+
+LSTM_VARIANTS = {None: {"activation_func": 4}, "peephole": {"activation_func": 4, "peephole_enabled": True},
+                 "clip": {"activation_func": 4, "clipping_thres_cell": 0.4}, "relu": {"activation_func": 1},
+                 "relu6": {"activation_func": 3}, "sigmoid": {"activation_func": 6}}
+
+
+def build_lstm(m, variant=None):
+    """One LSTM step, batch 2, 3 inputs, 5 cells; every output is a network output (CpuRef computes
+    wrong values when output 1, the output state, has no consumer)."""
+    from armnn_import.ir.descriptors import LstmDescriptor
+    kw = LSTM_VARIANTS[variant]
+    shapes = _lstm_tensors(m, 5, 3, kw.get("peephole_enabled", False))
+    x, h, c = m.input("x", (2, 3)), m.input("h", (2, 5)), m.input("c", (2, 5))
+    l = m.g.add(LayerType.Lstm, "lstm", [x, h, c], LstmDescriptor(cifg_enabled=False, **kw),
+                tensors={k: m.const(v, scale=1.0) for k, v in shapes.items()})
+    for i, n in enumerate(("scratch", "h_out", "c_out", "y")):
+        m.out(n, l.out(i))
+
+
+def build_unidirectional_sequence_lstm(m, variant=None):
+    """Four steps, batch 2, 3 inputs, 5 cells; the output sequence only (CpuRef 23.08 never writes
+    the final-state outputs 0 and 1)."""
+    from armnn_import.ir.descriptors import UnidirectionalSequenceLstmDescriptor
+    kw = dict(LSTM_VARIANTS.get(variant, LSTM_VARIANTS[None]))
+    shapes = _lstm_tensors(m, 5, 3, kw.get("peephole_enabled", False))
+    del shapes["cell_to_input_weights"]
+    if kw.get("peephole_enabled"):
+        shapes["cell_to_input_weights"] = (5,)
+    major = variant == "batch_major"
+    x = m.input("x", (2, 4, 3) if major else (4, 2, 3))
+    h, c = m.input("h", (2, 5)), m.input("c", (2, 5))
+    l = m.g.add(LayerType.UnidirectionalSequenceLstm, "uslstm", [x, h, c],
+                UnidirectionalSequenceLstmDescriptor(cifg_enabled=False, time_major=not major, **kw),
+                tensors={k: m.const(v, scale=1.0) for k, v in shapes.items()})
+    m.out("y", l.out(2))
+
+
 BUILDERS = {
+    LayerType.Lstm: build_lstm, LayerType.UnidirectionalSequenceLstm: build_unidirectional_sequence_lstm,
     LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,
     LayerType.Constant: build_constant, LayerType.Activation: build_activation,
@@ -456,6 +504,8 @@ VARIANTS = {
     LayerType.Activation: ("SoftReLu",), LayerType.Pooling2d: ("L2",),
     LayerType.Normalization: ("LocalContrast",), LayerType.FullyConnected: ("rank3",),
     LayerType.Convolution2d: ("bias",), LayerType.DepthwiseConvolution2d: ("bias",),
+    LayerType.Lstm: ("peephole", "clip", "relu", "relu6", "sigmoid"),
+    LayerType.UnidirectionalSequenceLstm: ("peephole", "clip", "relu", "batch_major"),
 }
 
 
@@ -547,6 +597,8 @@ SIGNED32_LAYERS = frozenset({
 BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, LayerType.Greater,
                             LayerType.Comparison})
 UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
+for _lt in (LayerType.Lstm, LayerType.UnidirectionalSequenceLstm):  # (QSymmS16 / QAsymmS8 LSTMs only)
+    UNSUPPORTED[(_lt, None, QA8, None)] = _no_type(_lt, QA8)
 for _dt in (F32, F16):  # RefLayerSupport::IsDequantizeSupported: quantized inputs only
     UNSUPPORTED[(LayerType.Dequantize, None, _dt, None)] = _no_type(LayerType.Dequantize, _dt)
 for _lt in LayerType:

@@ -10,7 +10,7 @@ from ..errors import ExecutionError
 from ..ir.types import ActivationFunction as AF
 from ..ir.types import LayerType
 from .layers import _activation, _const, _cpp_max, _cpp_min, layer_fn
-from .numeric import F32, decode
+from .numeric import F32, decode, encode
 
 # LstmUtils SetActivationParameters: the Android NN activation codes
 _ACTS = {1: (AF.ReLu, 0.0, 0.0), 3: (AF.BoundedReLu, 6.0, 0.0), 4: (AF.TanH, 1.0, 1.0), 6: (AF.Sigmoid, 0.0, 0.0)}
@@ -78,8 +78,8 @@ def lstm(layer, ins, infos):
     # the scratch buffer holds each gate's [batch, cells] block one after the other
     # (non-CIFG: input, cell, forget, output; the order RefLstmWorkload indexes them in)
     order = [1, 0, 2] if layer.desc.cifg_enabled else [0, 2, 1, 3]
-    scratch = np.stack([blocks[k] for k in order]).reshape(layer.outputs[0].shape).astype(F32)
-    return [scratch, h_new.astype(F32), c_new.astype(F32), h_new.astype(F32)]
+    scratch = np.stack([blocks[k] for k in order]).reshape(layer.outputs[0].shape)
+    return [encode(v, info) for v, info in zip((scratch, h_new, c_new, h_new), layer.outputs)]
 
 
 @layer_fn(LayerType.UnidirectionalSequenceLstm)
@@ -92,11 +92,10 @@ def unidirectional_sequence_lstm(layer, ins, infos):
         for step in range(x.shape[0]):
             _, h, c = _step(layer, x[step], h, c)
             ys.append(h)
-    y = np.stack(ys).astype(F32)
+    y = np.stack(ys)
     if not layer.desc.time_major:
         y = y.transpose(1, 0, 2)
     # CpuRef 23.08 keeps the final states in buffers of its own and never writes outputs 0 and 1:
     # they are undefined, so NaN here (the converters read only output 2)
-    h_out = np.full(layer.outputs[0].shape, np.nan, F32)
-    c_out = np.full(layer.outputs[1].shape, np.nan, F32)
-    return [h_out, c_out, np.ascontiguousarray(y)]
+    h_out, c_out = (encode(np.full(i.shape, np.nan, F32), i) for i in layer.outputs[:2])
+    return [h_out, c_out, encode(np.ascontiguousarray(y), layer.outputs[2])]

@@ -482,9 +482,10 @@ def _lstm_rule(layer, ins):
     x, h, c = ins
     if x.rank != rank or h.rank != 2 or c.rank != 2:
         return problems + [f"inputs are {x.shape}, {h.shape}, {c.shape}; expected rank {rank}, 2, 2"]
-    if any(i.dtype != DataType.Float32 for i in ins) or any(t.info.dtype != DataType.Float32
-                                                             for t in layer.tensors.values()):
-        problems.append("inputs and constants must be Float32 (the only type converted)")
+    types = {i.dtype for i in ins} | {t.info.dtype for t in layer.tensors.values()}
+    if len(types) != 1 or not types <= {DataType.Float32, DataType.Float16}:
+        problems.append(f"inputs and constants are {sorted(t.name for t in types)}; one float type "
+                        "(Float32 or Float16) is taken")
     want = _lstm_tensors(layer)
     problems += [f"missing constant tensor '{k}'" for k in want if k not in layer.tensors]
     problems += [f"constant tensor '{k}' is not used with these flags" for k in layer.tensors if k not in want]
