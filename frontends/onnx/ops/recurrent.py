@@ -179,5 +179,7 @@ for _op in ("LSTM", "GRU", "RNN"):
     register(_op, since=7, layers=LSTM_LAYERS if _op == "LSTM" else LAYERS, check=_check,
              notes="unrolled over the static sequence length; activations Sigmoid/Tanh/Relu; "
                    "sequence_lens only at the full length; no clip" +
-                   ("; peepholes; no input_forget" if _op == "LSTM" else "") +
+                   ("; peepholes; no input_forget; from --target 20.08 one Lstm layer per step, on 23.08 one "
+                    "UnidirectionalSequenceLstm per direction unless Y_c is wanted (Sigmoid gates, g = h)"
+                    if _op == "LSTM" else "") +
                    ("; linear_before_reset 0 and 1" if _op == "GRU" else ""))(recurrent)

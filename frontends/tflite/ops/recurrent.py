@@ -139,7 +139,8 @@ def _lstm_cell(ctx, op, base):
 
 @REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=4, check=_check_lstm, layers=LSTM_LAYERS,
                    notes="float32, unrolled over the static sequence length; time_major both; cell_clip; "
-                         "no CIFG, peephole, projection or layer norm")
+                         "no CIFG, peephole, projection or layer norm; from --target 20.08 one Lstm layer per "
+                         "step, on 23.08 one UnidirectionalSequenceLstm (not with RELU_N1_TO_1)")
 def unidirectional_sequence_lstm(ctx, op):
     ctx.set(op, 0, _sequences(ctx, op, [_lstm_cell(ctx, op, 0)])[0])
 
