@@ -9,3 +9,4 @@ from .layers import LAYER_FUNCTIONS  # noqa: F401
 from . import releases  # noqa: F401  (registers the richer formats' layers)
 from .run import evaluate, run, run_all  # noqa: F401
 from . import recurrent  # noqa: F401,E402  (registers Lstm and UnidirectionalSequenceLstm)
+from . import conv3d  # noqa: F401,E402  (registers Convolution3d and Pooling3d)

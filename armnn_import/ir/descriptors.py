@@ -281,6 +281,44 @@ class UnidirectionalSequenceLstmDescriptor:
     time_major: bool = False
 
 
+@dataclass
+class Convolution3dDescriptor:
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    pad_front: int = 0
+    pad_back: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    stride_z: int = 0
+    dilation_x: int = 1
+    dilation_y: int = 1
+    dilation_z: int = 1
+    bias_enabled: bool = False
+    data_layout: DataLayout = DataLayout.NDHWC
+
+
+@dataclass
+class Pooling3dDescriptor:
+    pool_type: PoolingAlgorithm = PoolingAlgorithm.Max
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    pad_front: int = 0
+    pad_back: int = 0
+    pool_width: int = 0
+    pool_height: int = 0
+    pool_depth: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    stride_z: int = 0
+    output_shape_rounding: OutputShapeRounding = OutputShapeRounding.Floor
+    padding_method: PaddingMethod = PaddingMethod.IgnoreValue
+    data_layout: DataLayout = DataLayout.NHWC
+
+
 # The fields of the schema's LstmInputParams table, in its order; the first nine are always present.
 LSTM_TENSORS = (
     "input_to_forget_weights", "input_to_cell_weights", "input_to_output_weights",
@@ -354,6 +392,9 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.UnidirectionalSequenceLstm: LayerKind("UnidirectionalSequenceLstmLayer",
                                                     UnidirectionalSequenceLstmDescriptor, LSTM_TENSORS,
                                                     LSTM_TENSORS[9:], since="23.08", params="LstmInputParams"),
+    # (weights [kD, kH, kW, I, O] and the bias are inputs 1 and 2: 23.08 takes them as tensors)
+    LayerType.Convolution3d: LayerKind("Convolution3dLayer", Convolution3dDescriptor, (), since="23.08"),
+    LayerType.Pooling3d: LayerKind("Pooling3dLayer", Pooling3dDescriptor, (), since="23.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

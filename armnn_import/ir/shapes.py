@@ -264,6 +264,45 @@ def _lstm(layer, ins):
 
 
 _RULES.update({LayerType.Lstm: _lstm, LayerType.UnidirectionalSequenceLstm: _lstm})
+# Convolution3d: input, weights [kD, kH, kW, I, O] (and the bias [O]) as inputs
+NUM_INPUTS.update({LayerType.Convolution3d: None, LayerType.Pooling3d: 1})
+
+
+def dhw_axes(layout: DataLayout) -> tuple[int, int, int, int]:
+    """(channel, depth, height, width) axes of a 5-D tensor in this layout."""
+    return (1, 2, 3, 4) if layout == DataLayout.NCDHW else (4, 1, 2, 3)
+
+
+def _conv3d(layer, ins):
+    """Convolution3dLayer::InferOutputShapes."""
+    d, x, w = layer.desc, ins[0].shape, ins[1].shape
+    if len(x) != 5 or len(w) != 5:
+        raise GraphError(f"{layer.name}: Convolution3d needs 5-D input and weights, got {x} and {w}")
+    c, dz, h, wd = dhw_axes(d.data_layout)
+    out = list(x)
+    out[c] = w[4]
+    for axis, k, dil, s, lo, hi in ((dz, w[0], d.dilation_z, d.stride_z, d.pad_front, d.pad_back),
+                                    (h, w[1], d.dilation_y, d.stride_y, d.pad_top, d.pad_bottom),
+                                    (wd, w[2], d.dilation_x, d.stride_x, d.pad_left, d.pad_right)):
+        out[axis] = conv_out_size(x[axis], dil * (k - 1) + 1, s, lo, hi)
+    return [ins[0].with_shape(out)]
+
+
+def _pool3d(layer, ins):
+    """Pooling3dLayer::InferOutputShapes (the same rule as 2-D, per axis)."""
+    d, x = layer.desc, ins[0].shape
+    if len(x) != 5:
+        raise GraphError(f"{layer.name}: Pooling3d needs a 5-D input, got {x}")
+    _, dz, h, w = dhw_axes(d.data_layout)
+    out = list(x)
+    for axis, k, s, lo, hi in ((dz, d.pool_depth, d.stride_z, d.pad_front, d.pad_back),
+                               (h, d.pool_height, d.stride_y, d.pad_top, d.pad_bottom),
+                               (w, d.pool_width, d.stride_x, d.pad_left, d.pad_right)):
+        out[axis] = pool_out_size(x[axis], k, s, lo, hi, d.output_shape_rounding)
+    return [ins[0].with_shape(out)]
+
+
+_RULES.update({LayerType.Convolution3d: _conv3d, LayerType.Pooling3d: _pool3d})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -127,7 +127,7 @@ def _check_layer(layer) -> list[str]:
 
     problems = _out_of_range(layer)
     required = [k for k in kind.tensors if k not in kind.optional]
-    if getattr(layer.desc, "bias_enabled", False):
+    if getattr(layer.desc, "bias_enabled", False) and "biases" in kind.tensors:  # (Convolution3d: an input)
         required.append("biases")
     elif "biases" in layer.tensors:
         problems.append("has biases but bias_enabled is false (Arm NN would ignore them)")
@@ -507,6 +507,46 @@ def _lstm_rule(layer, ins):
 
 
 _RULES.update({LayerType.Lstm: _lstm_rule, LayerType.UnidirectionalSequenceLstm: _lstm_rule})
+
+
+def _layout_5d(layer, ins):
+    if layer.desc.data_layout not in (DataLayout.NDHWC, DataLayout.NCDHW):
+        return [f"data_layout {layer.desc.data_layout.name}; a 3-D layer takes NDHWC or NCDHW"]
+    if ins[0].rank != 5:
+        return [f"input is {ins[0].shape}, not 5-D"]
+    return []
+
+
+def _conv3d_rule(layer, ins):
+    """Convolution3d (23.08): input, weights [kD, kH, kW, I, O] and, with bias_enabled, a bias [O],
+    of one float type (the weights as inputs: Convolution3dDescriptor::GetNumInputs)."""
+    d, problems = layer.desc, _layout_5d(layer, ins)
+    if problems:
+        return problems
+    want = 3 if d.bias_enabled else 2
+    if len(ins) != want:
+        return [f"takes {want} inputs (input, weights{', bias' if d.bias_enabled else ''}), got {len(ins)}"]
+    x, w = ins[0], ins[1]
+    cin = x.shape[1 if d.data_layout == DataLayout.NCDHW else 4]
+    if w.rank != 5 or w.shape[3] != cin:
+        problems.append(f"weights {w.shape} are not [kD, kH, kW, {cin}, O]")
+    elif d.bias_enabled and ins[2].shape != (w.shape[4],):
+        problems.append(f"bias {ins[2].shape} is not [{w.shape[4]}]")
+    if len({i.dtype for i in ins}) != 1 or x.dtype not in (DataType.Float32, DataType.Float16):
+        problems.append(f"inputs are {[i.dtype.name for i in ins]}; one float type is taken")
+    if min(d.stride_x, d.stride_y, d.stride_z, d.dilation_x, d.dilation_y, d.dilation_z) < 1:
+        problems.append("strides and dilations must be at least 1")
+    return problems
+
+
+def _pool3d_rule(layer, ins):
+    d, problems = layer.desc, _layout_5d(layer, ins)
+    if min(d.stride_x, d.stride_y, d.stride_z, d.pool_width, d.pool_height, d.pool_depth) < 1:
+        problems.append("pool sizes and strides must be at least 1")
+    return problems
+
+
+_RULES.update({LayerType.Convolution3d: _conv3d_rule, LayerType.Pooling3d: _pool3d_rule})
 
 
 def _per_axis_weighted(layer, x, w, out_c) -> list[str]:
