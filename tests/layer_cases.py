@@ -477,7 +477,41 @@ def build_unidirectional_sequence_lstm(m, variant=None):
     m.out("y", l.out(2))
 
 
+def build_convolution3d(m, variant=None):
+    """Both 5-D layouts; weights [kD, kH, kW, I, O] and the bias as network inputs (23.08 takes them
+    as tensors), one convolution strided and padded, one dilated without a bias."""
+    from armnn_import.ir.descriptors import Convolution3dDescriptor
+    x = m.input("x", (2, 3, 5, 6, 7))                     # NCDHW
+    xl = m.input("x_ndhwc", (2, 5, 6, 7, 3))
+    w = m.input("w", (2, 3, 2, 3, 4), q=(0.02, 130))
+    bias = m.input("b", (4,), dtype=S32 if m.dt == QA8 else None, q=(IN_Q[0] * 0.02, 0))
+    for name, inp, layout in (("ncdhw", x, DataLayout.NCDHW), ("ndhwc", xl, DataLayout.NDHWC)):
+        d = Convolution3dDescriptor(1, 0, 0, 1, 1, 1, 2, 1, 2, bias_enabled=True, data_layout=layout)
+        m.out(f"y_{name}", m.g.add(LayerType.Convolution3d, f"conv_{name}", [inp, w, bias], d,
+                                   quant=q(m, 0.3, 128)).out())
+    d = Convolution3dDescriptor(stride_x=1, stride_y=1, stride_z=1, dilation_x=2, dilation_z=2,
+                                data_layout=DataLayout.NCDHW)
+    m.out("y_dilated", m.g.add(LayerType.Convolution3d, "conv_dilated", [x, w], d, quant=q(m, 0.3, 128)).out())
+
+
+def build_pooling3d(m, variant=None):
+    """Max, Average (padding excluded and counted) and L2, both 5-D layouts, padded and strided."""
+    from armnn_import.ir.descriptors import Pooling3dDescriptor
+    x = m.input("x", (2, 3, 5, 6, 7))
+    xl = m.input("x_ndhwc", (2, 5, 6, 7, 3))
+    algos = [(PoolingAlgorithm.Max, PaddingMethod.Exclude), (PoolingAlgorithm.Average, PaddingMethod.Exclude),
+             (PoolingAlgorithm.Average, PaddingMethod.IgnoreValue)]
+    if variant == "L2":
+        algos = [(PoolingAlgorithm.L2, PaddingMethod.Exclude)]
+    for k, (algo, pm) in enumerate(algos):
+        for name, inp, layout in (("ncdhw", x, DataLayout.NCDHW), ("ndhwc", xl, DataLayout.NDHWC)):
+            d = Pooling3dDescriptor(algo, 1, 0, 1, 1, 0, 1, 2, 3, 2, 2, 2, 1, OutputShapeRounding.Ceiling
+                                    if k == 1 else OutputShapeRounding.Floor, pm, layout)
+            m.out(f"y{k}_{name}", m.g.add(LayerType.Pooling3d, f"pool{k}_{name}", [inp], d).out())
+
+
 BUILDERS = {
+    LayerType.Convolution3d: build_convolution3d, LayerType.Pooling3d: build_pooling3d,
     LayerType.Lstm: build_lstm, LayerType.UnidirectionalSequenceLstm: build_unidirectional_sequence_lstm,
     LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,
@@ -506,6 +540,7 @@ VARIANTS = {
     LayerType.Convolution2d: ("bias",), LayerType.DepthwiseConvolution2d: ("bias",),
     LayerType.Lstm: ("peephole", "clip", "relu", "relu6", "sigmoid"),
     LayerType.UnidirectionalSequenceLstm: ("peephole", "clip", "relu", "batch_major"),
+    LayerType.Pooling3d: ("L2",),
 }
 
 

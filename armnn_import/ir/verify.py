@@ -532,8 +532,14 @@ def _conv3d_rule(layer, ins):
         problems.append(f"weights {w.shape} are not [kD, kH, kW, {cin}, O]")
     elif d.bias_enabled and ins[2].shape != (w.shape[4],):
         problems.append(f"bias {ins[2].shape} is not [{w.shape[4]}]")
-    if len({i.dtype for i in ins}) != 1 or x.dtype not in (DataType.Float32, DataType.Float16):
-        problems.append(f"inputs are {[i.dtype.name for i in ins]}; one float type is taken")
+    y = layer.outputs[0]
+    if x.dtype in (DataType.Float32, DataType.Float16):
+        if len({i.dtype for i in ins} | {y.dtype}) != 1:
+            problems.append(f"inputs are {[i.dtype.name for i in ins]}; one float type is taken")
+    elif not (x.dtype.is_quantized and y.dtype == x.dtype and w.dtype.is_quantized
+              and (not d.bias_enabled or ins[2].dtype == DataType.Signed32)):
+        problems.append(f"inputs are {[i.dtype.name for i in ins]}: a quantized input takes quantized weights "
+                        "and a Signed32 bias (RefLayerSupport IsConvolution3dSupported)")
     if min(d.stride_x, d.stride_y, d.stride_z, d.dilation_x, d.dilation_y, d.dilation_z) < 1:
         problems.append("strides and dilations must be at least 1")
     return problems
