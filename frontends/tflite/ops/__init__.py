@@ -5,3 +5,4 @@ from armnn_import.registry import OpRegistry
 REGISTRY = OpRegistry("tflite")
 
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
+from . import conv3d  # noqa: E402,F401  (CONV_3D, the 23.08 target)
