@@ -86,8 +86,9 @@ def check(node, ctx, is_conv: bool):
     if plan(ctx, node, is_conv) is None:
         if _has_3d(ctx, node):
             return _direct_reason(ctx, node, is_conv)
-        return (REFUSAL.format(op=node.op), "convert with --target 23.08 (Convolution3d and Pooling3d)"
-                if node.op != "LpPool" else "")
+        direct = node.op != "LpPool" and _direct_reason(ctx, node, is_conv) is None
+        return (REFUSAL.format(op=node.op), "convert with --target 23.08 (one Convolution3d or Pooling3d layer)"
+                if direct else "")
     return None
 
 
