@@ -513,8 +513,90 @@ def build_pad_target(m, variant):
     m.out("y5", m.g.add(LayerType.Pad, "mirror5", [x5], d5).out())
 
 
+def _lstm_tensors(m, cells, size, peephole):
+    from armnn_import.ir.descriptors import LSTM_TENSORS
+    shapes = {k: (cells, size) for k in LSTM_TENSORS if k.startswith("input_to_")}
+    shapes.update({k: (cells, cells) for k in LSTM_TENSORS if k.startswith("recurrent_to_")})
+    shapes.update({k: (cells,) for k in LSTM_TENSORS if k.endswith("_bias") and "projection" not in k})
+    shapes["cell_to_input_weights"] = (cells,)  # (20.08's ParseLstm reads it with CIFG off)
+    if peephole:
+        shapes.update({"cell_to_forget_weights": (cells,), "cell_to_output_weights": (cells,)})
+    return shapes
+
+
+LSTM_VARIANTS = {None: {"activation_func": 4}, "peephole": {"activation_func": 4, "peephole_enabled": True},
+                 "clip": {"activation_func": 4, "clipping_thres_cell": 0.4}, "relu": {"activation_func": 1},
+                 "relu6": {"activation_func": 3}, "sigmoid": {"activation_func": 6}}
+
+
+def build_lstm(m, variant=None):
+    """One LSTM step, batch 2, 3 inputs, 5 cells; every output is a network output (CpuRef computes
+    wrong values when output 1, the output state, has no consumer)."""
+    from armnn_import.ir.descriptors import LstmDescriptor
+    kw = LSTM_VARIANTS[variant]
+    shapes = _lstm_tensors(m, 5, 3, kw.get("peephole_enabled", False))
+    x, h, c = m.input("x", (2, 3)), m.input("h", (2, 5)), m.input("c", (2, 5))
+    l = m.g.add(LayerType.Lstm, "lstm", [x, h, c], LstmDescriptor(cifg_enabled=False, **kw),
+                tensors={k: m.const(v, scale=1.0) for k, v in shapes.items()})
+    for i, n in enumerate(("scratch", "h_out", "c_out", "y")):
+        m.out(n, l.out(i))
+
+
+def build_unidirectional_sequence_lstm(m, variant=None):
+    """Four steps, batch 2, 3 inputs, 5 cells; the output sequence only (CpuRef 23.08 never writes
+    the final-state outputs 0 and 1)."""
+    from armnn_import.ir.descriptors import UnidirectionalSequenceLstmDescriptor
+    kw = dict(LSTM_VARIANTS.get(variant, LSTM_VARIANTS[None]))
+    shapes = _lstm_tensors(m, 5, 3, kw.get("peephole_enabled", False))
+    del shapes["cell_to_input_weights"]
+    if kw.get("peephole_enabled"):
+        shapes["cell_to_input_weights"] = (5,)
+    major = variant == "batch_major"
+    x = m.input("x", (2, 4, 3) if major else (4, 2, 3))
+    h, c = m.input("h", (2, 5)), m.input("c", (2, 5))
+    l = m.g.add(LayerType.UnidirectionalSequenceLstm, "uslstm", [x, h, c],
+                UnidirectionalSequenceLstmDescriptor(cifg_enabled=False, time_major=not major, **kw),
+                tensors={k: m.const(v, scale=1.0) for k, v in shapes.items()})
+    m.out("y", l.out(2))
+
+
+def build_convolution3d(m, variant=None):
+    """Both 5-D layouts; weights [kD, kH, kW, I, O] and the bias as network inputs (23.08 takes them
+    as tensors), one convolution strided and padded, one dilated without a bias."""
+    from armnn_import.ir.descriptors import Convolution3dDescriptor
+    x = m.input("x", (2, 3, 5, 6, 7))                     # NCDHW
+    xl = m.input("x_ndhwc", (2, 5, 6, 7, 3))
+    w = m.input("w", (2, 3, 2, 3, 4), q=(0.02, 130))
+    bias = m.input("b", (4,), dtype=S32 if m.dt == QA8 else None, q=(IN_Q[0] * 0.02, 0))
+    for name, inp, layout in (("ncdhw", x, DataLayout.NCDHW), ("ndhwc", xl, DataLayout.NDHWC)):
+        d = Convolution3dDescriptor(1, 0, 0, 1, 1, 1, 2, 1, 2, bias_enabled=True, data_layout=layout)
+        m.out(f"y_{name}", m.g.add(LayerType.Convolution3d, f"conv_{name}", [inp, w, bias], d,
+                                   quant=q(m, 0.3, 128)).out())
+    d = Convolution3dDescriptor(stride_x=1, stride_y=1, stride_z=1, dilation_x=2, dilation_z=2,
+                                data_layout=DataLayout.NCDHW)
+    m.out("y_dilated", m.g.add(LayerType.Convolution3d, "conv_dilated", [x, w], d, quant=q(m, 0.3, 128)).out())
+
+
+def build_pooling3d(m, variant=None):
+    """Max, Average (padding excluded and counted) and L2, both 5-D layouts, padded and strided."""
+    from armnn_import.ir.descriptors import Pooling3dDescriptor
+    x = m.input("x", (2, 3, 5, 6, 7))
+    xl = m.input("x_ndhwc", (2, 5, 6, 7, 3))
+    algos = [(PoolingAlgorithm.Max, PaddingMethod.Exclude), (PoolingAlgorithm.Average, PaddingMethod.Exclude),
+             (PoolingAlgorithm.Average, PaddingMethod.IgnoreValue)]
+    if variant == "L2":
+        algos = [(PoolingAlgorithm.L2, PaddingMethod.Exclude)]
+    for k, (algo, pm) in enumerate(algos):
+        for name, inp, layout in (("ncdhw", x, DataLayout.NCDHW), ("ndhwc", xl, DataLayout.NDHWC)):
+            d = Pooling3dDescriptor(algo, 1, 0, 1, 1, 0, 1, 2, 3, 2, 2, 2, 1, OutputShapeRounding.Ceiling
+                                    if k == 1 else OutputShapeRounding.Floor, pm, layout)
+            m.out(f"y{k}_{name}", m.g.add(LayerType.Pooling3d, f"pool{k}_{name}", [inp], d).out())
+
+
 BUILDERS = {
     LayerType.Concat: build_concat, LayerType.Transpose: build_transpose, LayerType.Resize: build_resize_layer,
+    LayerType.Convolution3d: build_convolution3d, LayerType.Pooling3d: build_pooling3d,
+    LayerType.Lstm: build_lstm, LayerType.UnidirectionalSequenceLstm: build_unidirectional_sequence_lstm,
     LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,
     LayerType.Constant: build_constant, LayerType.Activation: build_activation,
@@ -541,6 +623,9 @@ VARIANTS = {
     LayerType.Activation: ("SoftReLu",), LayerType.Pooling2d: ("L2",),
     LayerType.Normalization: ("LocalContrast",), LayerType.FullyConnected: ("rank3",),
     LayerType.Convolution2d: ("bias",), LayerType.DepthwiseConvolution2d: ("bias",),
+    LayerType.Lstm: ("peephole", "clip", "relu", "relu6", "sigmoid"),
+    LayerType.UnidirectionalSequenceLstm: ("peephole", "clip", "relu", "batch_major"),
+    LayerType.Pooling3d: ("L2",),
 }
 
 
@@ -642,6 +727,8 @@ SIGNED32_LAYERS = frozenset({
 BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, LayerType.Greater,
                             LayerType.Comparison})
 UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
+for _lt in (LayerType.Lstm, LayerType.UnidirectionalSequenceLstm):  # (QSymmS16 / QAsymmS8 LSTMs only)
+    UNSUPPORTED[(_lt, None, QA8, None)] = _no_type(_lt, QA8)
 for _dt in (F32, F16):  # RefLayerSupport::IsDequantizeSupported: quantized inputs only
     UNSUPPORTED[(LayerType.Dequantize, None, _dt, None)] = _no_type(LayerType.Dequantize, _dt)
 for _lt in LayerType:

@@ -291,6 +291,78 @@ class BatchMatMulDescriptor:
     adjoint_y: bool = False
     data_layout_x: DataLayout = DataLayout.NCHW
     data_layout_y: DataLayout = DataLayout.NCHW
+class LstmDescriptor:
+    # activation_func: the Android NN code of the cell activation (LstmUtils SetActivationParameters:
+    # 0 none, 1 ReLu, 3 ReLu6, 4 TanH, 6 Sigmoid); the gates always use Sigmoid
+    activation_func: int = 0
+    clipping_thres_cell: float = 0.0
+    clipping_thres_proj: float = 0.0
+    cifg_enabled: bool = True
+    peephole_enabled: bool = False
+    projection_enabled: bool = False
+    layer_norm_enabled: bool = False
+
+
+@dataclass
+class UnidirectionalSequenceLstmDescriptor:
+    activation_func: int = 0
+    clipping_thres_cell: float = 0.0
+    clipping_thres_proj: float = 0.0
+    cifg_enabled: bool = True
+    peephole_enabled: bool = False
+    projection_enabled: bool = False
+    layer_norm_enabled: bool = False
+    time_major: bool = False
+
+
+@dataclass
+class Convolution3dDescriptor:
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    pad_front: int = 0
+    pad_back: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    stride_z: int = 0
+    dilation_x: int = 1
+    dilation_y: int = 1
+    dilation_z: int = 1
+    bias_enabled: bool = False
+    data_layout: DataLayout = DataLayout.NDHWC
+
+
+@dataclass
+class Pooling3dDescriptor:
+    pool_type: PoolingAlgorithm = PoolingAlgorithm.Max
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    pad_front: int = 0
+    pad_back: int = 0
+    pool_width: int = 0
+    pool_height: int = 0
+    pool_depth: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    stride_z: int = 0
+    output_shape_rounding: OutputShapeRounding = OutputShapeRounding.Floor
+    padding_method: PaddingMethod = PaddingMethod.IgnoreValue
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+# The fields of the schema's LstmInputParams table, in its order; the first nine are always present.
+LSTM_TENSORS = (
+    "input_to_forget_weights", "input_to_cell_weights", "input_to_output_weights",
+    "recurrent_to_forget_weights", "recurrent_to_cell_weights", "recurrent_to_output_weights",
+    "forget_gate_bias", "cell_bias", "output_gate_bias",
+    "input_to_input_weights", "recurrent_to_input_weights", "cell_to_input_weights", "input_gate_bias",
+    "projection_weights", "projection_bias", "cell_to_forget_weights", "cell_to_output_weights",
+    "input_layer_norm_weights", "forget_layer_norm_weights", "cell_layer_norm_weights",
+    "output_layer_norm_weights",
+)
 
 
 class LayerKind(NamedTuple):
@@ -300,6 +372,7 @@ class LayerKind(NamedTuple):
     optional: tuple[str, ...] = ()  # constant tensor fields that may be absent
     since: str = "19.02"        # the first release whose format has it
     descriptor_since: str = "19.02"  # the first release whose table has the descriptor (GatherLayer: 20.08)
+    params: str = ""            # the nested table holding `tensors` (LstmInputParams), if any
 
 
 LAYER_KINDS: dict[LayerType, LayerKind] = {
@@ -356,6 +429,14 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Resize: LayerKind("ResizeLayer", ResizeDescriptor, (), since="20.08"),
     LayerType.Cast: LayerKind("CastLayer", None, (), since="23.08"),
     LayerType.BatchMatMul: LayerKind("BatchMatMulLayer", BatchMatMulDescriptor, (), since="23.08"),
+    LayerType.Lstm: LayerKind("LstmLayer", LstmDescriptor, LSTM_TENSORS, LSTM_TENSORS[9:], since="20.08",
+                              params="LstmInputParams"),
+    LayerType.UnidirectionalSequenceLstm: LayerKind("UnidirectionalSequenceLstmLayer",
+                                                    UnidirectionalSequenceLstmDescriptor, LSTM_TENSORS,
+                                                    LSTM_TENSORS[9:], since="23.08", params="LstmInputParams"),
+    # (weights [kD, kH, kW, I, O] and the bias are inputs 1 and 2: 23.08 takes them as tensors)
+    LayerType.Convolution3d: LayerKind("Convolution3dLayer", Convolution3dDescriptor, (), since="23.08"),
+    LayerType.Pooling3d: LayerKind("Pooling3dLayer", Pooling3dDescriptor, (), since="23.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

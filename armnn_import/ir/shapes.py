@@ -20,6 +20,10 @@ NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 
 NUM_INPUTS[LayerType.Concat] = None
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
+# (input, output state, cell state) -> Lstm: (scratch, output state, cell state, output);
+# UnidirectionalSequenceLstm: (output state, cell state, output)
+NUM_INPUTS.update({LayerType.Lstm: 3, LayerType.UnidirectionalSequenceLstm: 3})
+NUM_OUTPUTS.update({LayerType.Lstm: 4, LayerType.UnidirectionalSequenceLstm: 3})
 
 
 def hw_axes(layout: DataLayout) -> tuple[int, int, int]:
@@ -290,6 +294,60 @@ def _batch_matmul(layer, ins):
 
 NUM_INPUTS[LayerType.BatchMatMul] = 2
 _RULES.update({LayerType.Cast: _cast, LayerType.BatchMatMul: _batch_matmul})
+def _lstm(layer, ins):
+    """LstmLayer / UnidirectionalSequenceLstmLayer::InferOutputShapes: the output size is the output
+    state's dimension 1, the cell size the rows of inputToOutputWeights."""
+    x, h = ins[0], ins[1]
+    cells, out = layer.tensors["input_to_output_weights"].info.shape[0], h.shape[1]
+    if layer.type == LayerType.Lstm:
+        batch = x.shape[0]
+        gates = 3 if layer.desc.cifg_enabled else 4
+        return [x.with_shape((batch, cells * gates)), x.with_shape((batch, out)), x.with_shape((batch, cells)),
+                x.with_shape((batch, out))]
+    batch = x.shape[1] if layer.desc.time_major else x.shape[0]
+    return [x.with_shape((batch, out)), x.with_shape((batch, cells)), x.with_shape((x.shape[0], x.shape[1], out))]
+
+
+_RULES.update({LayerType.Lstm: _lstm, LayerType.UnidirectionalSequenceLstm: _lstm})
+# Convolution3d: input, weights [kD, kH, kW, I, O] (and the bias [O]) as inputs
+NUM_INPUTS.update({LayerType.Convolution3d: None, LayerType.Pooling3d: 1})
+
+
+def dhw_axes(layout: DataLayout) -> tuple[int, int, int, int]:
+    """(channel, depth, height, width) axes of a 5-D tensor in this layout."""
+    return (1, 2, 3, 4) if layout == DataLayout.NCDHW else (4, 1, 2, 3)
+
+
+def _conv3d(layer, ins):
+    """Convolution3dLayer::InferOutputShapes."""
+    d, x, w = layer.desc, ins[0].shape, ins[1].shape
+    if len(x) != 5 or len(w) != 5:
+        raise GraphError(f"{layer.name}: Convolution3d needs 5-D input and weights, got {x} and {w}")
+    c, dz, h, wd = dhw_axes(d.data_layout)
+    out = list(x)
+    out[c] = w[4]
+    for axis, k, dil, s, lo, hi in ((dz, w[0], d.dilation_z, d.stride_z, d.pad_front, d.pad_back),
+                                    (h, w[1], d.dilation_y, d.stride_y, d.pad_top, d.pad_bottom),
+                                    (wd, w[2], d.dilation_x, d.stride_x, d.pad_left, d.pad_right)):
+        out[axis] = conv_out_size(x[axis], dil * (k - 1) + 1, s, lo, hi)
+    return [ins[0].with_shape(out)]
+
+
+def _pool3d(layer, ins):
+    """Pooling3dLayer::InferOutputShapes (the same rule as 2-D, per axis)."""
+    d, x = layer.desc, ins[0].shape
+    if len(x) != 5:
+        raise GraphError(f"{layer.name}: Pooling3d needs a 5-D input, got {x}")
+    _, dz, h, w = dhw_axes(d.data_layout)
+    out = list(x)
+    for axis, k, s, lo, hi in ((dz, d.pool_depth, d.stride_z, d.pad_front, d.pad_back),
+                               (h, d.pool_height, d.stride_y, d.pad_top, d.pad_bottom),
+                               (w, d.pool_width, d.stride_x, d.pad_left, d.pad_right)):
+        out[axis] = pool_out_size(x[axis], k, s, lo, hi, d.output_shape_rounding)
+    return [ins[0].with_shape(out)]
+
+
+_RULES.update({LayerType.Convolution3d: _conv3d, LayerType.Pooling3d: _pool3d})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -52,6 +52,8 @@ _NP_DTYPES = {
 class DataLayout(IntEnum):
     NHWC = 0
     NCHW = 1
+    NDHWC = 2  # the 23.08 format on (ENUM_SINCE): 5-D, for Convolution3d and Pooling3d
+    NCDHW = 3
 
 
 class ActivationFunction(IntEnum):
@@ -140,6 +142,12 @@ class LayerType(IntEnum):
     # the 23.08 format (gather worktree: embedding lookups and attention)
     Cast = 61
     BatchMatMul = 68
+    # recurrent layers: one LSTM time step (20.08 format), a whole sequence (23.08)
+    Lstm = 34
+    UnidirectionalSequenceLstm = 63
+    # 3-D convolution and pooling (the 23.08 format)
+    Convolution3d = 65
+    Pooling3d = 66
 
 
 class ArgMinMaxFunction(IntEnum):
@@ -184,6 +192,7 @@ class UnaryOperation(IntEnum):
 ENUM_SINCE = {(UnaryOperation, int(v)): "23.08" for v in (UnaryOperation.LogicalNot, UnaryOperation.Log,
                                                          UnaryOperation.Sin, UnaryOperation.Ceil)}
 ENUM_SINCE.update({(DataType, int(v)): "20.08" for v in (DataType.QAsymmS8, DataType.QSymmS8)})
+ENUM_SINCE.update({(DataLayout, int(v)): "23.08" for v in (DataLayout.NDHWC, DataLayout.NCDHW)})
 
 
 class ConstTensorData(IntEnum):

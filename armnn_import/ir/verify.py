@@ -127,7 +127,7 @@ def _check_layer(layer) -> list[str]:
 
     problems = _out_of_range(layer)
     required = [k for k in kind.tensors if k not in kind.optional]
-    if getattr(layer.desc, "bias_enabled", False):
+    if getattr(layer.desc, "bias_enabled", False) and "biases" in kind.tensors:  # (Convolution3d: an input)
         required.append("biases")
     elif "biases" in layer.tensors:
         problems.append("has biases but bias_enabled is false (Arm NN would ignore them)")
@@ -445,6 +445,114 @@ _RULES = {
     LayerType.Pooling2d: _pool, LayerType.Permute: _permute, LayerType.StridedSlice: _strided_slice,
     LayerType.Reshape: _reshape, LayerType.Gather: _gather, LayerType.Merger: _merger,
 }
+
+
+def _lstm_tensors(layer) -> dict[str, tuple]:
+    """The constant tensors an LSTM layer's flags call for, with their shapes given the
+    cell size C, the input size I and the output size O (as strings to fill in)."""
+    d = layer.desc
+    want = {f"{a}_to_{g}_weights": ("C", "I" if a == "input" else "O")
+            for a in ("input", "recurrent") for g in ("forget", "cell", "output")}
+    want.update({f"{g}_bias": ("C",) for g in ("forget_gate", "cell", "output_gate")})
+    if not d.cifg_enabled:
+        want.update({"input_to_input_weights": ("C", "I"), "recurrent_to_input_weights": ("C", "O"),
+                     "input_gate_bias": ("C",)})
+        if d.peephole_enabled or layer.type == LayerType.Lstm:
+            # (20.08's ParseLstm reads cellToInputWeights whenever CIFG is off, peepholes or not)
+            want["cell_to_input_weights"] = ("C",)
+    if d.peephole_enabled:
+        want.update({"cell_to_forget_weights": ("C",), "cell_to_output_weights": ("C",)})
+    if d.projection_enabled:  # (both releases' deserializers read the bias whenever projection is on)
+        want.update({"projection_weights": ("O", "C"), "projection_bias": ("O",)})
+    if d.layer_norm_enabled:
+        want.update({f"{g}_layer_norm_weights": ("C",) for g in ("forget", "cell", "output")})
+        if not d.cifg_enabled:
+            want["input_layer_norm_weights"] = ("C",)
+    return want
+
+
+def _lstm_rule(layer, ins):
+    """LstmLayer / UnidirectionalSequenceLstmLayer (ValidateTensorShapesFromInputs, LstmQueueDescriptor
+    Validate) on float32: the tensors the flags need, of matching shapes; an activation code
+    LstmUtils knows."""
+    d, problems = layer.desc, []
+    if d.activation_func not in (0, 1, 3, 4, 6):
+        problems.append(f"activation_func {d.activation_func} is not one of LstmUtils' 0, 1, 3, 4, 6")
+    rank = 2 if layer.type == LayerType.Lstm else 3
+    x, h, c = ins
+    if x.rank != rank or h.rank != 2 or c.rank != 2:
+        return problems + [f"inputs are {x.shape}, {h.shape}, {c.shape}; expected rank {rank}, 2, 2"]
+    types = {i.dtype for i in ins} | {t.info.dtype for t in layer.tensors.values()}
+    if len(types) != 1 or not types <= {DataType.Float32, DataType.Float16}:
+        problems.append(f"inputs and constants are {sorted(t.name for t in types)}; one float type "
+                        "(Float32 or Float16) is taken")
+    want = _lstm_tensors(layer)
+    problems += [f"missing constant tensor '{k}'" for k in want if k not in layer.tensors]
+    problems += [f"constant tensor '{k}' is not used with these flags" for k in layer.tensors if k not in want]
+    if problems:
+        return problems
+    cells = layer.tensors["input_to_output_weights"].info.shape[0]
+    batch = x.shape[1] if getattr(d, "time_major", False) else x.shape[0]
+    sizes = {"C": cells, "I": x.shape[-1], "O": h.shape[1]}
+    for k, dims in want.items():
+        shape = tuple(sizes[v] for v in dims)
+        if layer.tensors[k].info.shape != shape:
+            problems.append(f"constant '{k}' is {layer.tensors[k].info.shape}, expected {shape}")
+    if h.shape != (batch, sizes["O"]) or c.shape != (batch, cells):
+        problems.append(f"states {h.shape} and {c.shape} do not fit batch {batch}, output {sizes['O']} "
+                        f"and {cells} cells")
+    if not d.projection_enabled and sizes["O"] != cells:
+        problems.append(f"output size {sizes['O']} differs from the {cells} cells without a projection")
+    return problems
+
+
+_RULES.update({LayerType.Lstm: _lstm_rule, LayerType.UnidirectionalSequenceLstm: _lstm_rule})
+
+
+def _layout_5d(layer, ins):
+    if layer.desc.data_layout not in (DataLayout.NDHWC, DataLayout.NCDHW):
+        return [f"data_layout {layer.desc.data_layout.name}; a 3-D layer takes NDHWC or NCDHW"]
+    if ins[0].rank != 5:
+        return [f"input is {ins[0].shape}, not 5-D"]
+    return []
+
+
+def _conv3d_rule(layer, ins):
+    """Convolution3d (23.08): input, weights [kD, kH, kW, I, O] and, with bias_enabled, a bias [O],
+    of one float type (the weights as inputs: Convolution3dDescriptor::GetNumInputs)."""
+    d, problems = layer.desc, _layout_5d(layer, ins)
+    if problems:
+        return problems
+    want = 3 if d.bias_enabled else 2
+    if len(ins) != want:
+        return [f"takes {want} inputs (input, weights{', bias' if d.bias_enabled else ''}), got {len(ins)}"]
+    x, w = ins[0], ins[1]
+    cin = x.shape[1 if d.data_layout == DataLayout.NCDHW else 4]
+    if w.rank != 5 or w.shape[3] != cin:
+        problems.append(f"weights {w.shape} are not [kD, kH, kW, {cin}, O]")
+    elif d.bias_enabled and ins[2].shape != (w.shape[4],):
+        problems.append(f"bias {ins[2].shape} is not [{w.shape[4]}]")
+    y = layer.outputs[0]
+    if x.dtype in (DataType.Float32, DataType.Float16):
+        if len({i.dtype for i in ins} | {y.dtype}) != 1:
+            problems.append(f"inputs are {[i.dtype.name for i in ins]}; one float type is taken")
+    elif not (x.dtype.is_quantized and y.dtype == x.dtype and w.dtype.is_quantized
+              and (not d.bias_enabled or ins[2].dtype == DataType.Signed32)):
+        problems.append(f"inputs are {[i.dtype.name for i in ins]}: a quantized input takes quantized weights "
+                        "and a Signed32 bias (RefLayerSupport IsConvolution3dSupported)")
+    if min(d.stride_x, d.stride_y, d.stride_z, d.dilation_x, d.dilation_y, d.dilation_z) < 1:
+        problems.append("strides and dilations must be at least 1")
+    return problems
+
+
+def _pool3d_rule(layer, ins):
+    d, problems = layer.desc, _layout_5d(layer, ins)
+    if min(d.stride_x, d.stride_y, d.stride_z, d.pool_width, d.pool_height, d.pool_depth) < 1:
+        problems.append("pool sizes and strides must be at least 1")
+    return problems
+
+
+_RULES.update({LayerType.Convolution3d: _conv3d_rule, LayerType.Pooling3d: _pool3d_rule})
 
 
 def _per_axis_weighted(layer, x, w, out_c) -> list[str]:

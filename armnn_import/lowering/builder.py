@@ -583,3 +583,43 @@ def _per_channel(c: np.ndarray, rank: int, axis: int):
     if any(n != 1 for i, n in enumerate(full.shape) if i != axis):
         return None
     return full.reshape(-1)
+
+
+def _lstm(self, ltype: LayerType, x: Port, h: Port, c: Port, tensors: dict, desc, name: str):
+    """An Lstm layer (one step; outputs scratch, output state, cell state, output) or a
+    UnidirectionalSequenceLstm (outputs output state, cell state, output sequence): the Layer,
+    whose outputs the caller picks. (Defined here, after the class, to keep its body unchanged.)"""
+    return self.g.add(ltype, name, [x, h, c], desc, tensors=tensors)
+
+
+NetBuilder.lstm = _lstm
+
+
+def _conv3d(self, x: Port, w_oidhw, bias, name: str, *, strides=(1, 1, 1), pads=(0,) * 6, dilations=(1, 1, 1),
+            layout: DataLayout = DataLayout.NCDHW) -> Port:
+    """A dense 3-D convolution (the 23.08 format). w_oidhw [O, I, kD, kH, kW]; strides and dilations
+    (d, h, w); pads (front, top, left, back, bottom, right). The 23.08 layer takes its weights
+    [kD, kH, kW, I, O] and bias as input tensors: made here from x by FullyConnected layers
+    (`constant`: no Constant layer, which 23.08 misreads in files of weightsLayoutScheme 0)."""
+    w = np.ascontiguousarray(np.asarray(w_oidhw, np.float32).transpose(2, 3, 4, 1, 0))
+    ins = [x, self.constant(x, w, f"{name}_weights")]
+    if bias is not None:
+        ins.append(self.constant(x, np.asarray(bias, np.float32).reshape(-1), f"{name}_bias"))
+    d = D.Convolution3dDescriptor(pads[2], pads[5], pads[1], pads[4], pads[0], pads[3],
+                                  strides[2], strides[1], strides[0], dilations[2], dilations[1], dilations[0],
+                                  bias is not None, layout)
+    return self.add(LayerType.Convolution3d, name, ins, d)
+
+
+def _pool3d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1, 1), pads=(0,) * 6,
+            layout: DataLayout = DataLayout.NCDHW, ceil: bool = False, exclude_pad: bool = True) -> Port:
+    """3-D pooling (the 23.08 format): kernel and strides (d, h, w); pads (front, top, left, back,
+    bottom, right); exclude_pad: padding not counted in averages."""
+    d = D.Pooling3dDescriptor(algo, pads[2], pads[5], pads[1], pads[4], pads[0], pads[3],
+                              kernel[2], kernel[1], kernel[0], strides[2], strides[1], strides[0],
+                              D.OutputShapeRounding.Ceiling if ceil else D.OutputShapeRounding.Floor,
+                              D.PaddingMethod.Exclude if exclude_pad else D.PaddingMethod.IgnoreValue, layout)
+    return self.add(LayerType.Pooling3d, name, [x], d)
+
+
+NetBuilder.conv3d, NetBuilder.pool3d = _conv3d, _pool3d

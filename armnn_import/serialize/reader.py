@@ -169,8 +169,13 @@ def _read_layer(buf, any_layer, position: int):
         desc = _descriptor(buf, obj.Descriptor(), kind.descriptor, what) \
             if buf.target.at_least(kind.descriptor_since) else kind.descriptor()
     tensors = {}
+    holder = obj
+    if kind.params:  # the tensors sit in a nested table (LstmInputParams)
+        holder = obj.InputParams()
+        if holder is None:
+            raise ReadError(f"{what}: missing {kind.params}")
     for k in kind.tensors:
-        ct = getattr(obj, schema_name(k))()
+        ct = getattr(holder, schema_name(k))()
         if ct is not None:
             if ct._tab.Pos not in buf.tensors:
                 buf.tensors[ct._tab.Pos] = _const_tensor(buf, ct, f"{what} {k}")

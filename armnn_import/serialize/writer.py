@@ -224,6 +224,8 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     desc = _descriptor(b, layer.desc) if kind.descriptor is not None and \
         b.target.at_least(kind.descriptor_since) else None  # (the 19.02 GatherLayer has none)
     tensors = {k: _shared_const(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
+    if kind.params:  # the tensors sit in a nested table (LstmInputParams), the layer's inputParams
+        tensors = {"input_params": _params_table(b, kind.params, tensors)}
     _call(kind.table, "Start", b)
     _call(kind.table, "AddBase", b, base)
     if desc is not None:
@@ -235,6 +237,13 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     b.fb.AnyLayerAddLayerType(b, UNION_ORDER.index(kind.table) + 1)
     b.fb.AnyLayerAddLayer(b, table)
     return b.fb.AnyLayerEnd(b)
+
+
+def _params_table(b, table: str, tensors: dict[str, int]) -> int:
+    _call(table, "Start", b)
+    for k, off in tensors.items():
+        _call(table, f"Add{schema_name(k)}", b, off)
+    return _call(table, "End", b)
 
 
 def _feature_versions(b, binding_ids_scheme: int) -> int:

@@ -109,7 +109,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     return w
 
 
-@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition"),
+@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "Convolution3d"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     if _is_3d(ctx, node):
@@ -215,8 +215,8 @@ def _pool(algo):
     return convert
 
 
-register("MaxPool", since=1, layers=("Pooling2d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
-register("AveragePool", since=1, layers=("Pooling2d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
+register("MaxPool", since=1, layers=("Pooling2d", "Pooling3d"), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
+register("AveragePool", since=1, layers=("Pooling2d", "Pooling3d"), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
 
 
 @register("LpPool", since=1, layers=("Pooling2d", "Activation"), check=_spatial_rank_check)

@@ -9,7 +9,9 @@ is taken out of the operation, in this order of preference:
   depth axis) it folds into the channels by a Reshape, or it folds into the batch by
   a Permute and a Reshape; a stride along it first keeps every s-th slice.
 The 2-D converter then runs on a node whose attributes lack that axis; its output
-is reshaped (and permuted) back. Anything else stays refused."""
+is reshaped (and permuted) back. Anything else is one Convolution3d or Pooling3d layer
+where the target has them (the 23.08 format: dense convolutions, undilated pooling),
+else refused."""
 from __future__ import annotations
 
 import copy
@@ -79,10 +81,93 @@ def plan(ctx, node, is_conv: bool):
 
 
 def check(node, ctx, is_conv: bool):
-    """The pre-scan check of a 3-D node: None if a 2-D form exists."""
+    """The pre-scan check of a 3-D node: None if a 2-D form exists, or the target has the 3-D layer
+    and the node fits it (then the reason it does not)."""
     if plan(ctx, node, is_conv) is None:
-        return (REFUSAL.format(op=node.op), "")
+        if _has_3d(ctx, node):
+            return _direct_reason(ctx, node, is_conv)
+        direct = node.op != "LpPool" and _direct_reason(ctx, node, is_conv) is None
+        return (REFUSAL.format(op=node.op), "convert with --target 23.08 (one Convolution3d or Pooling3d layer)"
+                if direct else "")
     return None
+
+
+def _has_3d(ctx, node) -> bool:
+    from armnn_import.ir.types import LayerType as L
+    return node.op != "LpPool" and ctx.b.target.has(L.Convolution3d if node.op == "Conv" else L.Pooling3d)
+
+
+def _direct_reason(ctx, node, is_conv):
+    try:
+        _direct_geometry(ctx, node, is_conv)
+    except Unsupported as e:
+        return (e.reason, e.hint)
+    return None
+
+
+def _direct_geometry(ctx, node, is_conv):
+    """(kernel, strides, dilations, pads (front, top, left, back, bottom, right), ceil) of a 3-D node
+    as Arm NN's Convolution3d / Pooling3d take them, or Unsupported."""
+    shape = ctx.shape(node, 0)
+    if shape is None or len(shape) != 5 or None in shape:
+        raise Unsupported("the input's shape is not known")
+    if is_conv:
+        w = ctx.value(node, 1)
+        if w is None or w.ndim != 5:
+            raise Unsupported("the weights are not a constant 5-D tensor")
+        if int(ctx.attr(node, "group", 1)) != 1 or w.shape[1] != shape[1]:
+            raise Unsupported(f"group {ctx.attr(node, 'group', 1)}: Arm NN's Convolution3d is dense (group 1)")
+        kernel = list(w.shape[2:])
+    else:
+        kernel = ctx.attr(node, "kernel_shape")
+        if kernel is None or len(kernel) != 3:
+            raise Unsupported("kernel_shape is not 3 values")
+    geo = _axis_geometry(ctx, node, shape, kernel)
+    if geo is None:
+        raise Unsupported("strides, dilations or pads are not 3 (6) values")
+    pads = tuple(g[4] for g in geo) + tuple(g[5] for g in geo)
+    if min(pads) < 0 or any(g[1] < 1 or g[2] < 1 or g[3] < 1 for g in geo):
+        raise Unsupported(f"kernel, strides, dilations or pads out of range ({geo})")
+    ceil = False
+    if not is_conv:
+        if any(g[3] != 1 for g in geo):
+            raise Unsupported("dilated 3-D pooling (Arm NN's Pooling3d has no dilation)")
+        ceil = _rounding(ctx, node, geo)
+    return tuple(g[1] for g in geo), tuple(g[2] for g in geo), tuple(g[3] for g in geo), pads, ceil
+
+
+def _rounding(ctx, node, geo) -> bool:
+    """Whether Arm NN's ceiling rounding gives ONNX's output size (one rounding for all axes)."""
+    from armnn_import.ir.shapes import pool_out_size
+    from armnn_import.ir.types import OutputShapeRounding as R
+    ceil, auto = bool(ctx.attr(node, "ceil_mode", 0)), ctx.attr(node, "auto_pad", "NOTSET")
+    want = []
+    for size, k, s, _, lo, hi in geo:
+        if k > size + lo + hi:
+            raise Unsupported("kernel larger than the padded input")
+        if auto in ("SAME_UPPER", "SAME_LOWER"):
+            want.append(math.ceil(size / s))
+            continue
+        out = (math.ceil if ceil else math.floor)((size + lo + hi - k) / s) + 1
+        want.append(out - 1 if ceil and (out - 1) * s >= size + lo else out)
+    for rounding in ((R.Ceiling, R.Floor) if ceil else (R.Floor, R.Ceiling)):
+        if [pool_out_size(size, k, s, lo, hi, rounding) for size, k, s, _, lo, hi in geo] == want:
+            return rounding == R.Ceiling
+    raise Unsupported(f"output size {want} cannot be reproduced by Arm NN's Pooling3d")
+
+
+def _direct(ctx, node, is_conv):
+    """The node as one Convolution3d or Pooling3d layer (NCDHW, as ONNX's)."""
+    from armnn_import.ir.types import PoolingAlgorithm
+    kernel, strides, dil, pads, ceil = _direct_geometry(ctx, node, is_conv)
+    x, b, name = ctx.port(node, 0), ctx.b, ctx.name(node)
+    if is_conv:
+        bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
+        w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
+        return b.conv3d(x, w, bias, name, strides=strides, pads=pads, dilations=dil)
+    algo = PoolingAlgorithm.Max if node.op == "MaxPool" else PoolingAlgorithm.Average
+    return b.pool3d(x, algo, kernel, name, strides=strides, pads=pads, ceil=ceil,
+                    exclude_pad=not ctx.attr(node, "count_include_pad", 0))
 
 
 def _without(values, j, n=3):
@@ -98,6 +183,8 @@ def _without(values, j, n=3):
 def lower(ctx, node, convert_2d, is_conv: bool):
     """The 3-D node through `convert_2d` (the 2-D converter) on a 4-D view."""
     p = plan(ctx, node, is_conv)
+    if p is None and _has_3d(ctx, node):
+        return _direct(ctx, node, is_conv)
     if p is None:
         raise Unsupported(REFUSAL.format(op=node.op))
     how, j = p

@@ -7,6 +7,8 @@ import numpy as np
 
 from armnn_import.ir.graph import Port
 from armnn_import.lowering import Unsupported
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import lstm as LS
 from armnn_import.lowering import recurrent as R
 
 from ..registry import all_checks, needs_const, register
@@ -18,6 +20,8 @@ ACTS = {"sigmoid": R.SIGMOID, "tanh": R.TANH, "relu": R.RELU}
 DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 LAYERS = ("FullyConnected", "StridedSlice", "Addition", "Multiplication", "Activation", "Reshape", "Merger",
           "BatchNormalization")
+# LSTM: Arm NN's own layers where the target has them (lowering/lstm.py), else the unrolled form
+LSTM_LAYERS = LAYERS + ("Lstm", "UnidirectionalSequenceLstm", "Permute")
 
 
 def _text(v) -> str:
@@ -128,14 +132,28 @@ def recurrent(ctx, node):
     acts = _activations(node, ctx)
     dirs = len(acts)
     state_shape = (dirs, batch, hid) if layout == 0 else (batch, dirs, hid)
+    cells = [_cell(ctx, node, d, hid, acts[d]) for d in range(dirs)]
+    want_c = len(node.outputs) > 2 and node.outputs[2] != ""
+    lower = _lowering(b.target, cells, want_c)
     results = []
-    for d in range(dirs):
-        cell = _cell(ctx, node, d, hid, acts[d])
+    for d, cell in enumerate(cells):
         h0 = _states(ctx, node, 5, d, layout, state_shape)
         c0 = _states(ctx, node, 6, d, layout, state_shape) if node.op == "LSTM" else None
         reverse = direction == "reverse" or d == 1
-        results.append(R.unroll(b, cell, x, layout, h0, c0, reverse, f"{n}_d{d}"))
+        results.append(lower(b, cell, x, layout, h0, c0, reverse, f"{n}_d{d}"))
     return _outputs(ctx, node, results, layout, steps, batch, hid)
+
+
+def _lowering(target, cells, want_c):
+    """An LSTM that Arm NN's layers compute exactly (Sigmoid gates, g = h) becomes one
+    UnidirectionalSequenceLstm per direction (23.08; its final cell state is not written by
+    CpuRef, so not when Y_c is wanted), or one Lstm layer per step (20.08); else it is unrolled."""
+    if all(LS.code(c) is not None for c in cells):
+        if target.has(L.UnidirectionalSequenceLstm) and not want_c:
+            return lambda *a: LS.sequence(*a) + (None,)
+        if target.has(L.Lstm):
+            return LS.steps
+    return R.unroll
 
 
 def _outputs(ctx, node, results, layout, steps, batch, hid):
@@ -143,7 +161,10 @@ def _outputs(ctx, node, results, layout, steps, batch, hid):
     n, b, dirs = ctx.name(node), ctx.b, len(results)
     want = [i < len(node.outputs) and node.outputs[i] != "" for i in range(3)]
     outs = [None] * len(node.outputs)
-    if want[0]:
+    if want[0] and isinstance(results[0][0], Port):  # whole sequences [T, B, H] ([B, T, H]): a direction axis
+        y = R.stack(b, [r[0] for r in results], layout + 1, f"{n}_Y_dirs")
+        outs[0] = b.reshape(y, (steps, dirs, batch, hid) if layout == 0 else (batch, steps, dirs, hid), f"{n}_Y")
+    elif want[0]:
         parts = [results[d][0][t] for t in range(steps) for d in range(dirs)]
         y = R.stack(b, parts, layout, f"{n}_Y_steps")
         outs[0] = b.reshape(y, (steps, dirs, batch, hid) if layout == 0 else (batch, steps, dirs, hid), f"{n}_Y")
@@ -155,8 +176,10 @@ def _outputs(ctx, node, results, layout, steps, batch, hid):
 
 
 for _op in ("LSTM", "GRU", "RNN"):
-    register(_op, since=7, layers=LAYERS, check=_check,
+    register(_op, since=7, layers=LSTM_LAYERS if _op == "LSTM" else LAYERS, check=_check,
              notes="unrolled over the static sequence length; activations Sigmoid/Tanh/Relu; "
                    "sequence_lens only at the full length; no clip" +
-                   ("; peepholes; no input_forget" if _op == "LSTM" else "") +
+                   ("; peepholes; no input_forget; from --target 20.08 one Lstm layer per step, on 23.08 one "
+                    "UnidirectionalSequenceLstm per direction unless Y_c is wanted (Sigmoid gates, g = h)"
+                    if _op == "LSTM" else "") +
                    ("; linear_before_reset 0 and 1" if _op == "GRU" else ""))(recurrent)

@@ -11,6 +11,8 @@ import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.lowering import Unsupported
+from armnn_import.ir.types import LayerType as L
+from armnn_import.lowering import lstm as LS
 from armnn_import.lowering import recurrent as R
 
 from . import REGISTRY
@@ -22,6 +24,8 @@ ACTS = {0: None, 1: R.RELU, 2: (AF.BoundedReLu, 1.0, -1.0), 3: (AF.BoundedReLu, 
 LSTM_W, LSTM_R, LSTM_B = (1, 2, 4, 3), (5, 6, 8, 7), (12, 13, 15, 14)  # gates i, f, o, c
 LSTM_UNSUPPORTED = {(9, 10, 11): "peephole (cell-to-gate) weights", (16, 17): "a projection layer"}
 LAYERS = ("FullyConnected", "StridedSlice", "Addition", "Multiplication", "Activation", "Reshape", "Merger")
+# LSTM: Arm NN's own layers where the target has them (lowering/lstm.py), else the unrolled form
+LSTM_LAYERS = LAYERS + ("Lstm", "UnidirectionalSequenceLstm", "Permute")
 
 
 def _present(op, i):
@@ -111,7 +115,12 @@ def _sequences(ctx, op, cells):
                     "to the next; the Arm NN network starts every run from zeros, as a new interpreter does")
     outs = []
     for d, cell in enumerate(cells):
-        hs, _, _ = R.unroll(nb, cell, x, time_axis, None, None, d == 1, f"{name}_d{d}" if d else name)
+        cname = f"{name}_d{d}" if d else name
+        if LS.code(cell) is not None and nb.target.has(L.UnidirectionalSequenceLstm):
+            outs.append(LS.sequence(nb, cell, x, time_axis, None, None, d == 1, cname)[0])
+            continue
+        lower = LS.steps if LS.code(cell) is not None and nb.target.has(L.Lstm) else R.unroll
+        hs, _, _ = lower(nb, cell, x, time_axis, None, None, d == 1, cname)
         outs.append(R.stack(nb, hs, time_axis, f"{name}_bw" if d else name))
     return outs
 
@@ -128,14 +137,15 @@ def _lstm_cell(ctx, op, base):
     return R.Cell("lstm", w, r, b, None, (R.SIGMOID, act, act), cell_clip=float(op.options.get("cell_clip", 0.0)))
 
 
-@REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=4, check=_check_lstm, layers=LAYERS,
+@REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=4, check=_check_lstm, layers=LSTM_LAYERS,
                    notes="float32, unrolled over the static sequence length; time_major both; cell_clip; "
-                         "no CIFG, peephole, projection or layer norm")
+                         "no CIFG, peephole, projection or layer norm; from --target 20.08 one Lstm layer per "
+                         "step, on 23.08 one UnidirectionalSequenceLstm (not with RELU_N1_TO_1)")
 def unidirectional_sequence_lstm(ctx, op):
     ctx.set(op, 0, _sequences(ctx, op, [_lstm_cell(ctx, op, 0)])[0])
 
 
-@REGISTRY.register("BIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=3, check=_check_bidi_lstm, layers=LAYERS,
+@REGISTRY.register("BIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=3, check=_check_bidi_lstm, layers=LSTM_LAYERS,
                    notes="as UNIDIRECTIONAL_SEQUENCE_LSTM; merge_outputs both; no auxiliary input")
 def bidirectional_sequence_lstm(ctx, op):
     fw, bw = _sequences(ctx, op, [_lstm_cell(ctx, op, 0), _lstm_cell(ctx, op, 17)])
