@@ -26,6 +26,8 @@ from armnn_import.ir import (ActivationDescriptor, ActivationFunction, BatchNorm
 from armnn_import.ir.descriptors import (BINARY_LAYERS, LAYER_KINDS, ArgMinMaxDescriptor, ComparisonDescriptor,
                                          ElementwiseUnaryDescriptor, LogSoftmaxDescriptor)
 from armnn_import.ir.types import ArgMinMaxFunction, ComparisonOperation, UnaryOperation
+from armnn_import.ir.types import LogicalBinaryOperation, ReduceOperation
+from armnn_import.ir.descriptors import LogicalBinaryDescriptor, ReduceDescriptor, TileDescriptor
 
 F32, F16, QA8, S32, BOOL = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8,
                             DataType.Signed32, DataType.Boolean)
@@ -409,6 +411,8 @@ def build_comparison(m):
 
 
 def build_elementwise_unary(m, variant=None):
+    if variant:
+        return build_elementwise_unary_23(m, variant)
     ops = [o for o in UnaryOperation if o.value <= 4]
     if m.dt == S32:  # (integer-valued results only: 23.08's Signed32 Rsqrt/Sqrt/Exp round their own way)
         ops = [UnaryOperation.Abs, UnaryOperation.Neg]
@@ -430,6 +434,57 @@ def build_dequantize(m):
     m.out("y", m.g.add(LayerType.Dequantize, "dequantize", [x]).out())
 
 
+# -- the 23.08 format's layers --------------------------------------------------------------
+
+def build_reduce(m):
+    x = m.input("x", (2, 3, 5, 7))
+    for name, op, axes, keep, oq in [("sum1", ReduceOperation.Sum, (1,), True, (0.15, 128)),
+                                     ("max03", ReduceOperation.Max, (0, 3), False, None),
+                                     ("min_all", ReduceOperation.Min, (), False, None),
+                                     ("mean23", ReduceOperation.Mean, (2, 3), True, None),
+                                     ("prod1", ReduceOperation.Prod, (1,), False, (1.6, 128))]:
+        l = m.g.add(LayerType.Reduce, name, [x], ReduceDescriptor(keep, axes, op),
+                    quant=q(m, *oq) if oq else None)
+        m.out(f"y_{name}", l.out())
+
+
+def build_logical_binary(m):
+    """On the Boolean results of Comparisons of inputs of the case's type (so every type has a case)."""
+    a, b, c = m.input("a", (2, 3, 5, 7)), m.input("b", (2, 1, 5, 1)), m.input("c", (2, 1, 5, 1))
+    p = m.g.add(LayerType.Comparison, "a_gt_b", [a, b], ComparisonDescriptor(ComparisonOperation.Greater)).out()
+    r = m.g.add(LayerType.Comparison, "b_le_c", [b, c], ComparisonDescriptor(ComparisonOperation.LessOrEqual)).out()
+    for op in LogicalBinaryOperation:
+        m.out(f"y_{op.name}", m.g.add(LayerType.LogicalBinary, op.name, [p, r], LogicalBinaryDescriptor(op)).out())
+
+
+def build_tile(m):
+    x = m.input("x", (2, 3, 1, 4))
+    m.out("y_a", m.g.add(LayerType.Tile, "tile_a", [x], TileDescriptor((1, 2, 3, 1))).out())
+    m.out("y_b", m.g.add(LayerType.Tile, "tile_b", [x], TileDescriptor((2, 1, 1, 2))).out())
+    v = m.input("v", (3, 5))
+    m.out("y_c", m.g.add(LayerType.Tile, "tile_c", [v], TileDescriptor((2, 3))).out())
+
+
+def build_reverse_v2(m):
+    x = m.input("x", (2, 3, 5, 7))
+    for name, axes in [("r1", [1]), ("r03", [0, 3]), ("rlast_neg", [-1, 1])]:
+        a = m.g.add(LayerType.Constant, f"{name}_axes", [],
+                    tensors={"input": ConstTensor(np.asarray(axes, np.int32))}).out()
+        m.out(f"y_{name}", m.g.add(LayerType.ReverseV2, name, [x, a]).out())
+
+
+def build_elementwise_unary_23(m, variant):
+    """Ceil, and LogicalNot on a Comparison's Boolean result (UnaryOperation values of the 23.08 format)."""
+    x = m.input("x", (2, 3, 5, 7))
+    m.inputs[0] = (m.inputs[0] * 3).astype(m.inputs[0].dtype)
+    m.out("y_ceil", m.g.add(LayerType.ElementwiseUnary, "ceil", [x], ElementwiseUnaryDescriptor(UnaryOperation.Ceil)).out())
+    zero = m.input("zero", (1, 1, 1, 1))
+    m.inputs[-1][...] = 0
+    pos = m.g.add(LayerType.Comparison, "pos", [x, zero], ComparisonDescriptor(ComparisonOperation.Greater)).out()
+    m.out("y_not", m.g.add(LayerType.ElementwiseUnary, "not", [pos],
+                           ElementwiseUnaryDescriptor(UnaryOperation.LogicalNot)).out())
+
+
 BUILDERS = {
     LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,
@@ -448,6 +503,8 @@ BUILDERS = {
     LayerType.Comparison: build_comparison, LayerType.ElementwiseUnary: build_elementwise_unary,
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})
+BUILDERS.update({LayerType.Reduce: build_reduce, LayerType.LogicalBinary: build_logical_binary,
+                 LayerType.Tile: build_tile, LayerType.ReverseV2: build_reverse_v2})
 assert set(BUILDERS) == set(LayerType)
 
 
@@ -456,6 +513,7 @@ VARIANTS = {
     LayerType.Activation: ("SoftReLu",), LayerType.Pooling2d: ("L2",),
     LayerType.Normalization: ("LocalContrast",), LayerType.FullyConnected: ("rank3",),
     LayerType.Convolution2d: ("bias",), LayerType.DepthwiseConvolution2d: ("bias",),
+    LayerType.ElementwiseUnary: ("ceil_not",),
 }
 
 
@@ -608,6 +666,12 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
     (LayerType.Dequantize, None, F16, None): ("pass", "23.08's CpuRef dequantizes (converts) Float16"),
     (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),
+    # the 23.08 format's layers: RefLayerSupport lists Signed32 (no Boolean) for these, and
+    # LogicalBinary's Boolean inputs come from Comparisons of every type
+    **{(_lt, None, S32, None): ("pass", "23.08's CpuRef runs it in Signed32 (through float: exact within 2^24)")
+       for _lt in (LayerType.Reduce, LayerType.Tile, LayerType.ReverseV2)},
+    (LayerType.LogicalBinary, None, S32, None): ("pass", "on the Comparisons' Boolean results"),
+    (LayerType.LogicalBinary, None, BOOL, None): ("pass", "on the Comparisons' Boolean results"),
     # 23.08 turns these layers into one ElementwiseBinary layer, which CpuRef has for no Boolean
     **{(_lt, None, BOOL, None): ("unsupported", (
         "CpuRef has no workload for this data type (layer support check fails in Optimize)",

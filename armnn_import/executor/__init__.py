@@ -7,4 +7,5 @@ run_all(graph, inputs) -> every output slot by Port; evaluate(layer, arrays)
 """
 from .layers import LAYER_FUNCTIONS  # noqa: F401
 from . import releases  # noqa: F401  (registers the richer formats' layers)
+from . import layers23  # noqa: F401  (the 23.08 format's Reduce, LogicalBinary, Tile, ReverseV2)
 from .run import evaluate, run, run_all  # noqa: F401

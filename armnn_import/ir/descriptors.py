@@ -19,6 +19,7 @@ import numpy as np
 from .types import (ActivationFunction, ArgMinMaxFunction, ComparisonOperation, DataLayout, LayerType,
                     NormalizationAlgorithmChannel, NormalizationAlgorithmMethod, OutputShapeRounding,
                     PaddingMethod, PoolingAlgorithm, UnaryOperation)
+from .types import LogicalBinaryOperation, ReduceOperation
 
 
 def _tuple(default=(), elem="uint32"):
@@ -256,6 +257,25 @@ class LogSoftmaxDescriptor:
     axis: int = -1
 
 
+# -- the 23.08 format's descriptors ---------------------------------------------
+
+@dataclass
+class ReduceDescriptor:
+    keep_dims: bool = False
+    axis: tuple[int, ...] = _tuple()
+    reduce_operation: ReduceOperation = ReduceOperation.Sum
+
+
+@dataclass
+class LogicalBinaryDescriptor:
+    operation: LogicalBinaryOperation = LogicalBinaryOperation.LogicalAnd
+
+
+@dataclass
+class TileDescriptor:
+    m_multiples: tuple[int, ...] = _tuple()   # (the schema's field is named m_Multiples)
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -312,6 +332,14 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.ElementwiseUnary: LayerKind("ElementwiseUnaryLayer", ElementwiseUnaryDescriptor, (),
                                           since="23.08"),
 }
+
+LAYER_KINDS.update({
+    LayerType.Reduce: LayerKind("ReduceLayer", ReduceDescriptor, (), since="23.08"),
+    LayerType.LogicalBinary: LayerKind("LogicalBinaryLayer", LogicalBinaryDescriptor, (), since="23.08"),
+    LayerType.Tile: LayerKind("TileLayer", TileDescriptor, (), since="23.08"),
+    # the axes to reverse are a second input (a Signed32 tensor), not a descriptor
+    LayerType.ReverseV2: LayerKind("ReverseV2Layer", None, (), since="23.08"),
+})
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32
 
