@@ -527,3 +527,10 @@ def _per_channel(c: np.ndarray, rank: int, axis: int):
     if any(n != 1 for i, n in enumerate(full.shape) if i != axis):
         return None
     return full.reshape(-1)
+
+
+def through_float_exactly(info) -> bool:
+    """Whether a tensor's values survive the float32 decode/encode of 23.08's Reduce, Tile and
+    ReverseV2 workloads unchanged: float and quantized data do; Signed32 only within 2^24 (not
+    known when converting), and those workloads have no Boolean."""
+    return info.dtype in (DataType.Float32, DataType.Float16) or info.dtype.is_quantized
