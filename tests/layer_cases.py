@@ -29,6 +29,8 @@ from armnn_import.ir.descriptors import BatchMatMulDescriptor, GatherDescriptor
 from armnn_import.ir.types import ArgMinMaxFunction, ComparisonOperation, UnaryOperation
 from armnn_import.ir.descriptors import ResizeDescriptor, TransposeDescriptor
 from armnn_import.ir.types import PaddingMode, ResizeMethod
+from armnn_import.ir.types import LogicalBinaryOperation, ReduceOperation
+from armnn_import.ir.descriptors import LogicalBinaryDescriptor, ReduceDescriptor, TileDescriptor
 
 F32, F16, QA8, S32, BOOL = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8,
                             DataType.Signed32, DataType.Boolean)
@@ -438,6 +440,8 @@ def build_comparison(m):
 
 
 def build_elementwise_unary(m, variant=None):
+    if variant:
+        return build_elementwise_unary_23(m, variant)
     ops = [o for o in UnaryOperation if o.value <= 4]
     if m.dt == S32:  # (integer-valued results only: 23.08's Signed32 Rsqrt/Sqrt/Exp round their own way)
         ops = [UnaryOperation.Abs, UnaryOperation.Neg]
@@ -591,6 +595,55 @@ def build_pooling3d(m, variant=None):
             d = Pooling3dDescriptor(algo, 1, 0, 1, 1, 0, 1, 2, 3, 2, 2, 2, 1, OutputShapeRounding.Ceiling
                                     if k == 1 else OutputShapeRounding.Floor, pm, layout)
             m.out(f"y{k}_{name}", m.g.add(LayerType.Pooling3d, f"pool{k}_{name}", [inp], d).out())
+# -- the 23.08 format's layers --------------------------------------------------------------
+
+def build_reduce(m):
+    x = m.input("x", (2, 3, 5, 7))
+    for name, op, axes, keep, oq in [("sum1", ReduceOperation.Sum, (1,), True, (0.15, 128)),
+                                     ("max03", ReduceOperation.Max, (0, 3), False, None),
+                                     ("min_all", ReduceOperation.Min, (), False, None),
+                                     ("mean23", ReduceOperation.Mean, (2, 3), True, None),
+                                     ("prod1", ReduceOperation.Prod, (1,), False, (1.6, 128))]:
+        l = m.g.add(LayerType.Reduce, name, [x], ReduceDescriptor(keep, axes, op),
+                    quant=q(m, *oq) if oq else None)
+        m.out(f"y_{name}", l.out())
+
+
+def build_logical_binary(m):
+    """On the Boolean results of Comparisons of inputs of the case's type (so every type has a case)."""
+    a, b, c = m.input("a", (2, 3, 5, 7)), m.input("b", (2, 1, 5, 1)), m.input("c", (2, 1, 5, 1))
+    p = m.g.add(LayerType.Comparison, "a_gt_b", [a, b], ComparisonDescriptor(ComparisonOperation.Greater)).out()
+    r = m.g.add(LayerType.Comparison, "b_le_c", [b, c], ComparisonDescriptor(ComparisonOperation.LessOrEqual)).out()
+    for op in LogicalBinaryOperation:
+        m.out(f"y_{op.name}", m.g.add(LayerType.LogicalBinary, op.name, [p, r], LogicalBinaryDescriptor(op)).out())
+
+
+def build_tile(m):
+    x = m.input("x", (2, 3, 1, 4))
+    m.out("y_a", m.g.add(LayerType.Tile, "tile_a", [x], TileDescriptor((1, 2, 3, 1))).out())
+    m.out("y_b", m.g.add(LayerType.Tile, "tile_b", [x], TileDescriptor((2, 1, 1, 2))).out())
+    v = m.input("v", (3, 5))
+    m.out("y_c", m.g.add(LayerType.Tile, "tile_c", [v], TileDescriptor((2, 3))).out())
+
+
+def build_reverse_v2(m):
+    x = m.input("x", (2, 3, 5, 7))
+    for name, axes in [("r1", [1]), ("r03", [0, 3]), ("rlast_neg", [-1, 1])]:
+        a = m.g.add(LayerType.Constant, f"{name}_axes", [],
+                    tensors={"input": ConstTensor(np.asarray(axes, np.int32))}).out()
+        m.out(f"y_{name}", m.g.add(LayerType.ReverseV2, name, [x, a]).out())
+
+
+def build_elementwise_unary_23(m, variant):
+    """Ceil, and LogicalNot on a Comparison's Boolean result (UnaryOperation values of the 23.08 format)."""
+    x = m.input("x", (2, 3, 5, 7))
+    m.inputs[0] = (m.inputs[0] * 3).astype(m.inputs[0].dtype)
+    m.out("y_ceil", m.g.add(LayerType.ElementwiseUnary, "ceil", [x], ElementwiseUnaryDescriptor(UnaryOperation.Ceil)).out())
+    zero = m.input("zero", (1, 1, 1, 1))
+    m.inputs[-1][...] = 0
+    pos = m.g.add(LayerType.Comparison, "pos", [x, zero], ComparisonDescriptor(ComparisonOperation.Greater)).out()
+    m.out("y_not", m.g.add(LayerType.ElementwiseUnary, "not", [pos],
+                           ElementwiseUnaryDescriptor(UnaryOperation.LogicalNot)).out())
 
 
 BUILDERS = {
@@ -615,6 +668,8 @@ BUILDERS = {
     LayerType.Cast: build_cast, LayerType.BatchMatMul: build_batch_matmul,
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})
+BUILDERS.update({LayerType.Reduce: build_reduce, LayerType.LogicalBinary: build_logical_binary,
+                 LayerType.Tile: build_tile, LayerType.ReverseV2: build_reverse_v2})
 assert set(BUILDERS) == set(LayerType)
 
 
@@ -626,6 +681,7 @@ VARIANTS = {
     LayerType.Lstm: ("peephole", "clip", "relu", "relu6", "sigmoid"),
     LayerType.UnidirectionalSequenceLstm: ("peephole", "clip", "relu", "batch_major"),
     LayerType.Pooling3d: ("L2",),
+    LayerType.ElementwiseUnary: ("ceil_not",),
 }
 
 
@@ -634,6 +690,11 @@ TARGET_VARIANTS = {
     LayerType.Convolution2d: (None, "bias", "dilated"), LayerType.DepthwiseConvolution2d: (None, "bias", "dilated"),
     LayerType.Gather: ("axis0", "axis1"),  # (the 19.02 GatherLayer has no descriptor: 20.08 reads it as null)
 }
+
+
+# Seed layers whose bytes the 23.08 format changes: its files say weightsLayoutScheme 1, so
+# Constant layers are read as they are and depthwise weights are [1, H, W, I*M] (serialize/layouts.py).
+LAYOUT_SCHEME_VARIANTS = {LayerType.Constant: (None,), LayerType.DepthwiseConvolution2d: (None, "bias", "dilated")}
 
 
 @dataclass(frozen=True)
@@ -679,6 +740,9 @@ def all_cases() -> list[Case]:
             cases += [Case(lt, dt, layout, v, target="20.08") for dt in (F32, F16, QA8) for layout in _layouts(lt)]
         for v, release in RELEASE_VARIANTS.get(lt, ()):  # fields that a later format added
             cases += [Case(lt, dt, layout, v, target=release) for dt in (F32, F16, QA8) for layout in _layouts(lt)]
+        for v in LAYOUT_SCHEME_VARIANTS.get(lt, ()):
+            dts = DTYPES if v is None else (F32, F16, QA8)
+            cases += [Case(lt, dt, layout, v, target="23.08") for dt in dts for layout in _layouts(lt)]
     return cases
 
 
@@ -796,6 +860,12 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),
     (LayerType.Gather, "axis1", None, None): ("pass", "23.08's CpuRef gathers on any axis"),
     (LayerType.Cast, None, S32, None): ("pass", "23.08's CpuRef casts Signed32"),
+    # the 23.08 format's layers: RefLayerSupport lists Signed32 (no Boolean) for these, and
+    # LogicalBinary's Boolean inputs come from Comparisons of every type
+    **{(_lt, None, S32, None): ("pass", "23.08's CpuRef runs it in Signed32 (through float: exact within 2^24)")
+       for _lt in (LayerType.Reduce, LayerType.Tile, LayerType.ReverseV2)},
+    (LayerType.LogicalBinary, None, S32, None): ("pass", "on the Comparisons' Boolean results"),
+    (LayerType.LogicalBinary, None, BOOL, None): ("pass", "on the Comparisons' Boolean results"),
     # 23.08 turns these layers into one ElementwiseBinary layer, which CpuRef has for no Boolean
     **{(_lt, None, BOOL, None): ("unsupported", (
         "CpuRef has no workload for this data type (layer support check fails in Optimize)",
@@ -803,12 +873,17 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
        for _lt in _ELEMENTWISE_BINARY},
 }
 RELEASE_CHANGES: dict[str, dict[tuple, tuple[str, object]]] = {"20.08": {}, "23.08": ON_23_08}
+# Entries of ON_23_08 that hold only for files without weightsLayoutScheme 1 (targets before 23.08)
+OLD_LAYOUT_SCHEME_ONLY = {(LayerType.Constant, None, None, None)}
 
 
 def status(case: Case, release: str = "20.08") -> tuple[str, object]:
     """("pass", None), ("unsupported", (reason, fragment)), ("not expressible", reason)
     or ("divergent", reason), on Arm NN `release`."""
-    changed = _lookup(RELEASE_CHANGES[release], case)
+    table = RELEASE_CHANGES[release]
+    if case.target == "23.08":
+        table = {k: v for k, v in table.items() if k not in OLD_LAYOUT_SCHEME_ONLY}
+    changed = _lookup(table, case)
     if changed is not None:
         return ("pass", None) if changed[0] == "pass" else changed
     for kind, table in (("not expressible", NOT_EXPRESSIBLE if case.target == "19.02" else {}),

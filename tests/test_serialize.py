@@ -246,3 +246,36 @@ def test_growth_with_deferred_constants_is_exercised():
     g = _streaming_graph(["n" * 3000], [5000, 70, 5000], 1)
     b = _build(g, defer_min=4096, buffer_size=64)
     assert b.grown >= 8 and len(b.deferred) == 2
+
+
+def test_23_08_files_say_weights_layout_scheme_1_with_depthwise_weights_1hwim():
+    """The bytes, read with the 23.08 bindings: weightsLayoutScheme 1, and depthwise weights
+    [M, I, H, W] written as [1, H, W, I*M] (output channel i*M + m last), per-axis scales on
+    dimension 3; the reader gives the IR's tensor back."""
+    import numpy as np
+    from armnn_import.ir import ConstTensor, DepthwiseConvolution2dDescriptor, Graph, LayerType, TensorInfo
+    from armnn_import.ir.types import DataType
+    from armnn_import.serialize import armnn_schema_23_08_generated as fb
+    from armnn_import.serialize import read, write
+    g = Graph("23.08")
+    x = g.add_input("x", TensorInfo((1, 3, 5, 5), DataType.QAsymmS8, 0.1, 0))
+    w = np.arange(2 * 3 * 2 * 2, dtype=np.int8).reshape(2, 3, 2, 2)   # M=2, I=3
+    wt = ConstTensor(w, TensorInfo.per_axis(w.shape, DataType.QSymmS8, np.linspace(0.1, 0.6, 6)))
+    y = g.add(LayerType.DepthwiseConvolution2d, "dw", [x], DepthwiseConvolution2dDescriptor(stride_x=1, stride_y=1),
+              tensors={"weights": wt}, quant=(0.2, 0))
+    g.add_output("y", y.out())
+    data = write(g)
+    root = fb.SerializedGraph.GetRootAs(data, 0)
+    assert root.FeatureVersions().WeightsLayoutScheme() == 1
+    layer = next(root.Layers(i).Layer() for i in range(root.LayersLength())
+                 if root.Layers(i).LayerType() == fb.Layer.DepthwiseConvolution2dLayer)
+    dw = fb.DepthwiseConvolution2dLayer()
+    dw.Init(layer.Bytes, layer.Pos)
+    info = dw.Weights().Info()
+    assert list(info.DimensionsAsNumpy()) == [1, 2, 2, 6] and info.QuantizationDim() == 3
+    bd = fb.ByteData()
+    bd.Init(dw.Weights().Data().Bytes, dw.Weights().Data().Pos)
+    got = bd.DataAsNumpy().astype(np.int8).reshape(1, 2, 2, 6)
+    np.testing.assert_array_equal(got[0], w.transpose(2, 3, 1, 0).reshape(2, 2, 6))
+    back = read(data)
+    assert next(l for l in back.layers if l.type == LayerType.DepthwiseConvolution2d).tensors["weights"] == wt

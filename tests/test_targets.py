@@ -199,3 +199,26 @@ def test_onnx_per_channel_networks_within_one_level(target, release, name, armnn
     data = np.load(ONNX_QUANT / f"{name}.npz")
     check = verify(src, str(out), inputs=[data["input_0"]], tolerance=Tolerance(lsb=1), armnn_runtime=runner)
     assert check.outputs[0].max_abs <= step * 1.001, check.format()  # at most 1 level of the output
+
+
+@pytest.mark.parametrize("model_id, path, npz", params())
+def test_depthwise_reference_model_on_the_23_08_runtime(model_id, path, npz, tmp_path):
+    """The 23.08 target writes weightsLayoutScheme 1 and depthwise weights [1, H, W, I*M]
+    (serialize/layouts.py): every reference model with a DepthwiseConvolution2d, as the CLI
+    writes it for 23.08, matches its source runtime on Arm NN 23.08, and reads back to
+    the IR's [M, I, H, W]."""
+    converted(path)  # (a strict xfail where the seed target refuses the model)
+    out = tmp_path / "model.armnn"
+    _convert_cli(path, out, "--target", "23.08")
+    from armnn_import.ir.types import LayerType
+    graph = read(out.read_bytes())
+    dw = [l for l in graph.layers if l.type == LayerType.DepthwiseConvolution2d]
+    if not dw:
+        pytest.skip("no DepthwiseConvolution2d under --target 23.08")
+    if not os.access(RUNNER_23_08, os.X_OK):
+        pytest.skip(f"no Arm NN 23.08 runner at {RUNNER_23_08}")
+    c = dw[0].inputs[0].info.shape[1 if dw[0].desc.data_layout == 1 else 3]
+    assert dw[0].tensors["weights"].info.shape[1] == c  # [M, I, H, W] again
+    tol = Tolerance(atol=HYBRID_KERNEL_ATOL.get(model_id, 1e-4), lsb=RICH_NETWORK_LSB.get(model_id, 1))
+    check = verify(path, str(out), tolerance=tol, armnn_runtime=RUNNER_23_08)
+    assert check.ok, check.format()

@@ -4,13 +4,15 @@ tests/layer_cases.py, tests/onnx/expected_failures.py, tests/armnn_runtime/READM
 convert() refuses to write a network with one of the layers runtime_problems()
 names: a frontend must lower around these, never emit them.
 
-What 23.08 reads differently from 20.08 in files of this schema (which has no
-featureVersions, so 23.08 takes every scheme as 0):
+What 23.08 reads differently from 20.08 in files of the 19.02 and 20.08 formats
+(which have no weightsLayoutScheme, so 23.08 takes it as 0):
 - Constant: with weightsLayoutScheme 0, 23.08's deserializer takes every Constant
   layer for depthwise weights [M,I,H,W] and permutes it to [1,H,W,I*M]; a
   non-4-D constant fails an assertion, a 4-D one changes shape. The frontends'
   default output has no Constant layers, so it loads on both; convert() does not
-  refuse Constant yet (20.08 runs it, and some options emit it).
+  refuse Constant yet (20.08 runs it, and some options emit it). Files of the 23.08
+  target say weightsLayoutScheme 1 (serialize/layouts.py), and 23.08 reads their
+  Constant layers as they are.
 - L2 pooling: 23.08 reads it (20.08 rejects it).
 - Output bindings: 23.08 looks the source's output slot up as a layer index
   (GetLayerIndexInVector(outputSlotIndex)); right only while every layer's
@@ -42,7 +44,8 @@ def _why(layer, release: str, fmt=None, graph=None) -> str | None:
         return "Arm NN's CpuRef has no Boolean Permute (change the layout of a Boolean tensor: keep its layout)"
     if release == "20.08" and layer.type == LayerType.Pooling2d and layer.desc.pool_type == PoolingAlgorithm.L2:
         return "the Arm NN 20.08 deserializer rejects L2 pooling"
-    if release == "23.08" and layer.type == LayerType.Constant and not (graph is not None and reads_as_written_by_23_08(graph, layer)):
+    if release == "23.08" and layer.type == LayerType.Constant and not (fmt is not None and fmt.at_least("23.08")) \
+            and not (graph is not None and reads_as_written_by_23_08(graph, layer)):
         return "the Arm NN 23.08 deserializer reads a Constant of a file without featureVersions as depthwise weights"
     return None
 

@@ -20,6 +20,7 @@ from .types import (ActivationFunction, ArgMinMaxFunction, ComparisonOperation, 
                     NormalizationAlgorithmChannel, NormalizationAlgorithmMethod, OutputShapeRounding,
                     PaddingMethod, PoolingAlgorithm, UnaryOperation)
 from .types import PaddingMode, ResizeMethod
+from .types import LogicalBinaryOperation, ReduceOperation
 
 
 def _tuple(default=(), elem="uint32"):
@@ -363,6 +364,23 @@ LSTM_TENSORS = (
     "input_layer_norm_weights", "forget_layer_norm_weights", "cell_layer_norm_weights",
     "output_layer_norm_weights",
 )
+# -- the 23.08 format's descriptors ---------------------------------------------
+
+@dataclass
+class ReduceDescriptor:
+    keep_dims: bool = False
+    axis: tuple[int, ...] = _tuple()
+    reduce_operation: ReduceOperation = ReduceOperation.Sum
+
+
+@dataclass
+class LogicalBinaryDescriptor:
+    operation: LogicalBinaryOperation = LogicalBinaryOperation.LogicalAnd
+
+
+@dataclass
+class TileDescriptor:
+    m_multiples: tuple[int, ...] = _tuple()   # (the schema's field is named m_Multiples)
 
 
 class LayerKind(NamedTuple):
@@ -438,6 +456,14 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Convolution3d: LayerKind("Convolution3dLayer", Convolution3dDescriptor, (), since="23.08"),
     LayerType.Pooling3d: LayerKind("Pooling3dLayer", Pooling3dDescriptor, (), since="23.08"),
 }
+
+LAYER_KINDS.update({
+    LayerType.Reduce: LayerKind("ReduceLayer", ReduceDescriptor, (), since="23.08"),
+    LayerType.LogicalBinary: LayerKind("LogicalBinaryLayer", LogicalBinaryDescriptor, (), since="23.08"),
+    LayerType.Tile: LayerKind("TileLayer", TileDescriptor, (), since="23.08"),
+    # the axes to reverse are a second input (a Signed32 tensor), not a descriptor
+    LayerType.ReverseV2: LayerKind("ReverseV2Layer", None, (), since="23.08"),
+})
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32
 

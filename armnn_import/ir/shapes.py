@@ -18,6 +18,7 @@ NUM_INPUTS.update({t: 2 for t in BINARY_LAYERS})
 NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 2,
                    LayerType.Merger: None, LayerType.Comparison: 2})
 NUM_INPUTS[LayerType.Concat] = None
+NUM_INPUTS.update({LayerType.LogicalBinary: 2, LayerType.ReverseV2: 2})  # (ReverseV2: data, axes)
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
 # (input, output state, cell state) -> Lstm: (scratch, output state, cell state, output);
@@ -348,6 +349,22 @@ def _pool3d(layer, ins):
 
 
 _RULES.update({LayerType.Convolution3d: _conv3d, LayerType.Pooling3d: _pool3d})
+# -- the 23.08 format (src/armnn/layers/ReduceLayer.cpp, LogicalBinaryLayer.cpp, TileLayer.cpp,
+# ReverseV2Layer.cpp of 23.08)
+
+def _tile(layer, ins):
+    x, m = ins[0].shape, tuple(layer.desc.m_multiples)
+    if len(m) != len(x):
+        raise GraphError(f"{layer.name}: {len(m)} multiples for a rank-{len(x)} input")
+    return [ins[0].with_shape(tuple(d * k for d, k in zip(x, m)))]
+
+
+_RULES.update({
+    LayerType.Reduce: _mean,  # (the same rule: keep_dims gives 1s, else the axes go, [1] if none is left)
+    LayerType.LogicalBinary: _comparison,
+    LayerType.Tile: _tile,
+    LayerType.ReverseV2: _same,
+})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -148,6 +148,11 @@ class LayerType(IntEnum):
     # 3-D convolution and pooling (the 23.08 format)
     Convolution3d = 65
     Pooling3d = 66
+    # the 23.08 format: reductions, logical operators, Reverse and Tile
+    LogicalBinary = 59
+    Reduce = 60
+    ReverseV2 = 70
+    Tile = 71
 
 
 class ArgMinMaxFunction(IntEnum):
@@ -185,6 +190,20 @@ class UnaryOperation(IntEnum):
     Log = 6
     Sin = 7
     Ceil = 8
+
+
+class ReduceOperation(IntEnum):
+    """The 23.08 format's ReduceOperation (the whole enum is as new as the Reduce layer)."""
+    Sum = 0
+    Max = 1
+    Mean = 2
+    Min = 3
+    Prod = 4
+
+
+class LogicalBinaryOperation(IntEnum):
+    LogicalAnd = 0
+    LogicalOr = 1
 
 
 # Enum values that a later format added to an enum of an earlier one, by (enum, value):

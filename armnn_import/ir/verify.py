@@ -553,6 +553,41 @@ def _pool3d_rule(layer, ins):
 
 
 _RULES.update({LayerType.Convolution3d: _conv3d_rule, LayerType.Pooling3d: _pool3d_rule})
+# -- the 23.08 format's layers (WorkloadData.cpp and the layers' ValidateTensorShapesFromInputs, 23.08)
+
+def _reduce_rule(layer, ins):
+    x, axes = ins[0], tuple(layer.desc.axis)
+    if not 1 <= x.rank <= 4:
+        return [f"input is {x.rank}-D; Arm NN's Reduce takes 1 to 4 dimensions"]
+    if len(set(axes)) != len(axes) or any(a >= x.rank for a in axes):
+        return [f"axes {axes} must be distinct dimensions of the rank-{x.rank} input"]
+    return []
+
+
+def _logical_rule(layer, ins):
+    if any(i.dtype != DataType.Boolean for i in ins):
+        return [f"inputs are {[i.dtype.name for i in ins]}; LogicalBinary takes Boolean tensors"]
+    return []
+
+
+def _reverse_rule(layer, ins):
+    x, axes = ins
+    if x.rank > 4:
+        return [f"input is {x.rank}-D; Arm NN's ReverseV2 takes at most 4 dimensions"]
+    if axes.dtype != DataType.Signed32 or axes.rank != 1 or axes.shape[0] > x.rank:
+        return [f"axes input is {axes}; ReverseV2 takes a 1-D Signed32 tensor of at most {x.rank} axes"]
+    return []
+
+
+def _tile_rule(layer, ins):
+    m = tuple(layer.desc.m_multiples)
+    if len(m) != ins[0].rank or any(k < 1 for k in m):
+        return [f"multiples {m} must be one positive number per input dimension ({ins[0].rank})"]
+    return []
+
+
+_RULES.update({LayerType.Reduce: _reduce_rule, LayerType.LogicalBinary: _logical_rule,
+               LayerType.ReverseV2: _reverse_rule, LayerType.Tile: _tile_rule})
 
 
 def _per_axis_weighted(layer, x, w, out_c) -> list[str]:

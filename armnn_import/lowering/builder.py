@@ -574,6 +574,36 @@ class NetBuilder:
         return self.add(LayerType.Resize, name, [x], d, quant=quant)
 
 
+    # -- layers of the 23.08 format (callers check self.target first) ------------------
+    def reduce(self, x: Port, axes, keep_dims: bool, op, name: str, quant=None) -> Port:
+        """Sum/Max/Min/Prod/Mean over `axes` (ReduceOperation), in one float accumulation per
+        output element (23.08 Reduce.cpp); the input is 1-D to 4-D."""
+        axes = tuple(sorted({int(a) % x.info.rank for a in axes}))
+        return self.add(LayerType.Reduce, name, [x], D.ReduceDescriptor(keep_dims, axes, op), quant=quant)
+
+    def logical(self, op, a: Port, b: Port, name: str) -> Port:
+        """LogicalAnd / LogicalOr (LogicalBinaryOperation) of two Boolean tensors."""
+        a, b = self._equal_rank(a, b, name)
+        return self.add(LayerType.LogicalBinary, name, [a, b], D.LogicalBinaryDescriptor(op))
+
+    def tile(self, x: Port, multiples, name: str) -> Port:
+        """numpy.tile(x, multiples), one multiple per dimension."""
+        multiples = tuple(int(k) for k in multiples)
+        if all(k == 1 for k in multiples):
+            return x
+        return self.add(LayerType.Tile, name, [x], D.TileDescriptor(multiples))
+
+    def reverse(self, x: Port, axes, name: str) -> Port:
+        """numpy.flip(x, axes): ReverseV2, its axes a Signed32 Constant layer (which Arm NN 23.08
+        reads as it is in files of the 23.08 target, serialize/layouts.py)."""
+        axes = sorted({int(a) % x.info.rank for a in axes})
+        if not axes:
+            return x
+        a = self.add(LayerType.Constant, f"{name}_axes", [],
+                     tensors={"input": ConstTensor(np.asarray(axes, np.int32))})
+        return self.add(LayerType.ReverseV2, name, [x, a])
+
+
 def _per_channel(c: np.ndarray, rank: int, axis: int):
     """c's values per channel if c varies only along `axis` of a rank-`rank` tensor."""
     axis %= rank
@@ -623,3 +653,8 @@ def _pool3d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1, 1), pads=(
 
 
 NetBuilder.conv3d, NetBuilder.pool3d = _conv3d, _pool3d
+def through_float_exactly(info) -> bool:
+    """Whether a tensor's values survive the float32 decode/encode of 23.08's Reduce, Tile and
+    ReverseV2 workloads unchanged: float and quantized data do; Signed32 only within 2^24 (not
+    known when converting), and those workloads have no Boolean."""
+    return info.dtype in (DataType.Float32, DataType.Float16) or info.dtype.is_quantized

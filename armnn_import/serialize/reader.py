@@ -14,9 +14,10 @@ import numpy as np
 from ..errors import ReadError
 from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, UNION_SIZE, schema_name, since
 from ..ir.graph import Graph, Layer, Port
-from ..ir.types import ConstTensor, ConstTensorData, DataType, LayerType, TensorInfo
+from ..ir.types import ConstTensor, ConstTensorData, DataLayout, DataType, LayerType, TensorInfo
 from ..target import Target
 from . import armnn_schema_23_08_generated as fb_latest
+from .layouts import depthwise_from_file
 from .writer import FILE_IDENTIFIER, _STORAGE_DTYPE
 
 _KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
@@ -199,6 +200,25 @@ def _file_target(data: bytes) -> Target:
     return Target("20.08")
 
 
+def _depthwise_to_ir(g: Graph) -> None:
+    """Depthwise weights of a weightsLayoutScheme 1 file, [1, H, W, I*M], as the IR's [M, I, H, W]."""
+    done: dict[int, ConstTensor] = {}
+    for layer in g.layers:
+        if layer.type != LayerType.DepthwiseConvolution2d or "weights" not in layer.tensors or not layer.inputs:
+            continue
+        x = layer.inputs[0].info
+        if x.rank != 4:
+            raise ReadError(f"layer {layer.name!r}: depthwise input {x.shape} is not 4-D")
+        c = x.shape[1 if layer.desc.data_layout == DataLayout.NCHW else 3]
+        t = layer.tensors["weights"]
+        if id(t) not in done:
+            try:
+                done[id(t)] = depthwise_from_file(t, c)
+            except ValueError as e:
+                raise ReadError(f"layer {layer.name!r}: {e}") from None
+        layer.tensors["weights"] = done[id(t)]
+
+
 def read(data: bytes) -> Graph:
     """Parse .armnn bytes into a Graph. Raises ReadError on anything malformed."""
     data = bytes(data)
@@ -219,6 +239,7 @@ def read(data: bytes) -> Graph:
         entries = [_read_layer(buf, root.Layers(i), i) for i in range(n)]
         versions = root.FeatureVersions() if buf.target.at_least("20.08") else None
         buf.scheme = versions.BindingIdsScheme() if versions is not None else 0
+        buf.weights_scheme = versions.WeightsLayoutScheme() if buf.target.at_least("23.08") else 0
         input_ids = [int(x) for x in _np_vec(buf, root, "InputIds", "inputIds")]
         output_ids = [int(x) for x in _np_vec(buf, root, "OutputIds", "outputIds")]
     except ReadError:
@@ -244,6 +265,8 @@ def read(data: bytes) -> Graph:
                 raise ReadError(f"layer {layer.name!r} is connected to missing output {src}:{slot}")
             layer.inputs.append(Port(by_index[src], slot))  # not yet in a graph: no use-lists to keep
         g.attach(layer)
+    if buf.weights_scheme >= 1:
+        _depthwise_to_ir(g)
     for ids, want in ((input_ids, LayerType.Input), (output_ids, LayerType.Output)):
         for i in ids:
             if i not in by_index or by_index[i].type != want:

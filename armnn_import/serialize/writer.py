@@ -19,6 +19,7 @@ from ..errors import SerializationError
 from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name, since
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
+from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
 
 FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
@@ -133,13 +134,14 @@ def _tensor_info(b, info: TensorInfo) -> int:
     return b.fb.TensorInfoEnd(b)
 
 
-def _const_tensor(b, t: ConstTensor) -> int:
+def _const_tensor(b, t: ConstTensor, arr=None, info=None) -> int:
+    """`arr`, `info`: the data (a view) and TensorInfo to write instead of t's own (layouts.py)."""
     elem = np.dtype(_STORAGE_DTYPE[t.storage])
-    arr = t.stored
+    arr = t.stored if arr is None else arr
     if arr.dtype.itemsize == elem.itemsize and arr.ndim:
         data = b.CreateNumpyVector(arr.view(elem))  # a strided view is copied (transposed) once, here
     else:
-        raw = t.data.reshape(-1).view(np.uint8)
+        raw = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
         if raw.size % elem.itemsize:
             raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
         data = _vector(b, raw.view(elem), elem)
@@ -147,7 +149,7 @@ def _const_tensor(b, t: ConstTensor) -> int:
     _call(kind, "Start", b)
     _call(kind, "AddData", b, data)
     data_table = _call(kind, "End", b)
-    info = _tensor_info(b, t.info)
+    info = _tensor_info(b, t.info if info is None else info)
     b.fb.ConstTensorStart(b)
     b.fb.ConstTensorAddInfo(b, info)
     b.fb.ConstTensorAddDataType(b, int(t.storage))
@@ -162,6 +164,17 @@ def _shared_const(b, t: ConstTensor) -> int:
     if off is None:
         off = b.consts[id(t)] = _const_tensor(b, t)
     return off
+
+
+def _file_tensor(b, layer, k: str) -> int:
+    """A layer's constant tensor in the layout the target's format means (layouts.py)."""
+    t = layer.tensors[k]
+    if layer.type == LayerType.DepthwiseConvolution2d and k == "weights" and b.target.at_least("23.08"):
+        key = ("depthwise", id(t))
+        if key not in b.consts:
+            b.consts[key] = _const_tensor(b, t, *depthwise_to_file(t))
+        return b.consts[key]
+    return _shared_const(b, t)
 
 
 def _descriptor(b, desc) -> int:
@@ -223,7 +236,7 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
         base = b.fb.BindableLayerBaseEnd(b)
     desc = _descriptor(b, layer.desc) if kind.descriptor is not None and \
         b.target.at_least(kind.descriptor_since) else None  # (the 19.02 GatherLayer has none)
-    tensors = {k: _shared_const(b, layer.tensors[k]) for k in kind.tensors if k in layer.tensors}
+    tensors = {k: _file_tensor(b, layer, k) for k in kind.tensors if k in layer.tensors}
     if kind.params:  # the tensors sit in a nested table (LstmInputParams), the layer's inputParams
         tensors = {"input_params": _params_table(b, kind.params, tensors)}
     _call(kind.table, "Start", b)
@@ -250,9 +263,10 @@ def _feature_versions(b, binding_ids_scheme: int) -> int:
     b.fb.FeatureCompatibilityVersionsStart(b)
     b.fb.FeatureCompatibilityVersionsAddBindingIdsScheme(b, binding_ids_scheme)
     if b.target.at_least("23.08"):
-        # Weights stay inside their layers, depthwise weights [M, C, H, W]: the layout that
-        # 23.08 still reads and converts (Deserializer.cpp, "weightsLayoutScheme <= 0").
-        b.fb.FeatureCompatibilityVersionsAddWeightsLayoutScheme(b, 0)
+        # Depthwise weights in 23.08's own layout [1, H, W, I*M] (layouts.py): with scheme 0,
+        # 23.08 would permute every Constant layer as if it were old-layout depthwise weights.
+        # Weights stay inside their layers (constantTensorsAsInputs 0), which 23.08 still reads.
+        b.fb.FeatureCompatibilityVersionsAddWeightsLayoutScheme(b, WEIGHTS_LAYOUT_SCHEME)
         b.fb.FeatureCompatibilityVersionsAddConstantTensorsAsInputs(b, 0)
     return b.fb.FeatureCompatibilityVersionsEnd(b)
 

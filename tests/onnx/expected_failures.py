@@ -128,6 +128,8 @@ EXPECTED_FAILURES: dict[str, str] = {
 
 # Cases the converter writes but one Arm NN release does not run as ONNX says, by release
 # (found by running the suite on each; the converter's refusals above hold on every release).
+# (These are the 19.02 target's: --target 23.08 writes weightsLayoutScheme 1, and 23.08 loads its
+# Constant layers; serialize/layouts.py.)
 _CONSTANT_2308 = ("load_error: a Constant layer (a constant output); 23.08 reads every Constant of a file "
                   "without featureVersions as depthwise weights and permutes it (Permute.cpp assertion)")
 RUNTIME_FAILURES: dict[str, dict[str, str]] = {

@@ -93,6 +93,11 @@ def float01(ctx, v, name: str):
                           "as a number (Arm NN has no Cast layer)",
                           "make the boolean a constant, or compute it from float comparisons")
     kind, a, b, n = src
+    if kind in _LOGIC_MASKS:  # a Boolean of a 23.08 logical layer: the mask from its operands' masks
+        mask = ctx.to_shape(_LOGIC_MASKS[kind](ctx, a, b, f"{n}_mask"), ctx.lshape(v), f"{n}_mask_shape")
+        ctx.bool_cache[v] = mask
+        ctx.bool_float.add(mask)
+        return mask
     for operand in (a, b):
         if isinstance(operand, Port) and operand.info.dtype != DataType.Float32:
             raise Unsupported(f"a comparison of {operand.info.dtype.name} tensors used as a mask (its 0/1 "
@@ -137,7 +142,55 @@ def _masks(ctx, node):
     return [float01(ctx, ctx.val(node, i), ctx.name(node, f"in{i}")) for i in range(len(node.inputs))]
 
 
-@register("Not", since=1, layers=("Activation",))
+# -- From the 23.08 target, And/Or/Xor/Not of run-time Boolean tensors are Boolean layers
+# (LogicalBinary, Comparison NotEqual, ElementwiseUnary LogicalNot): exact, and they take
+# Boolean graph inputs, which have no float mask. Their result keeps a recipe for its mask
+# (_LOGIC_MASKS, from the operands' masks), so a Where or Cast after them converts as before.
+def _mask_and(ctx, a, b, n):
+    return binary(ctx, L.Multiplication, float01(ctx, a, f"{n}_a"), float01(ctx, b, f"{n}_b"), n)
+
+
+def _mask_or(ctx, a, b, n):
+    return binary(ctx, L.Maximum, float01(ctx, a, f"{n}_a"), float01(ctx, b, f"{n}_b"), n)
+
+
+def _mask_xor(ctx, a, b, n):
+    d = binary(ctx, L.Subtraction, float01(ctx, a, f"{n}_a"), float01(ctx, b, f"{n}_b"), f"{n}_diff")
+    return ctx.b.activation(d, AF.Abs, n)
+
+
+_LOGIC_MASKS = {"and": _mask_and, "or": _mask_or, "xor": _mask_xor,
+                "not": lambda ctx, a, b, n: ctx.b.linear(float01(ctx, a, f"{n}_a"), -1.0, 1.0, n)}
+
+
+def _booleans(ctx, vals) -> bool:
+    """Whether the operands are run-time Boolean tensors that a 23.08 Boolean layer can take."""
+    return ctx.b.target.has(L.LogicalBinary) and all(
+        isinstance(v, Port) and v.info.dtype == DataType.Boolean and v not in ctx.bool_float for v in vals)
+
+
+def _logical(ctx, node, kind):
+    from armnn_import.ir.types import ComparisonOperation, LogicalBinaryOperation, UnaryOperation
+    vals, n = [ctx.val(node, i) for i in range(len(node.inputs))], ctx.name(node)
+    if kind == "not":
+        y = ctx.b.unary(vals[0], UnaryOperation.LogicalNot, n)
+        ctx.bool_src[y] = ("not", vals[0], None, n)
+        return y
+    a, b = vals
+    if kind == "xor":
+        y = ctx.b.compare(ComparisonOperation.NotEqual, a, b, n)
+    else:
+        op = LogicalBinaryOperation.LogicalAnd if kind == "and" else LogicalBinaryOperation.LogicalOr
+        y = ctx.b.logical(op, a, b, n)
+    y = ctx.to_shape(y, broadcast(ctx.lshape(a), ctx.lshape(b)), f"{n}_shape")
+    ctx.bool_src[y] = (kind, a, b, n)
+    return y
+
+
+_B = " (Boolean inputs, from --target 23.08)"
+
+
+@register("Not", since=1, layers=("Activation", "ElementwiseUnary" + _B))
 def not_(ctx, node):
     """Not(Equal(a, b)) is the Boolean a != b (true for NaN, false for equal infinities);
     any other Not works on float masks."""
@@ -145,24 +198,32 @@ def not_(ctx, node):
     src = ctx.bool_src.get(v) if isinstance(v, Port) else None
     if src is not None and src[0] == "eq":
         return compare(ctx, "ne", src[1], src[2], ctx.name(node))
+    if _booleans(ctx, [v]):
+        return _logical(ctx, node, "not")
     (m,) = _masks(ctx, node)
     return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
 
 
-@register("And", since=7, layers=("Multiplication",))
+@register("And", since=7, layers=("Multiplication", "LogicalBinary" + _B))
 def and_(ctx, node):
+    if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
+        return _logical(ctx, node, "and")
     a, b = _masks(ctx, node)
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum",))
+@register("Or", since=7, layers=("Maximum", "LogicalBinary" + _B))
 def or_(ctx, node):
+    if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
+        return _logical(ctx, node, "or")
     a, b = _masks(ctx, node)
     return _boolean_result(ctx, binary(ctx, L.Maximum, a, b, ctx.name(node)))
 
 
-@register("Xor", since=7, layers=("Subtraction", "Activation"))
+@register("Xor", since=7, layers=("Subtraction", "Activation", "Comparison" + _B))
 def xor(ctx, node):
+    if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
+        return _logical(ctx, node, "xor")
     a, b = _masks(ctx, node)
     d = binary(ctx, L.Subtraction, a, b, ctx.name(node, "diff"))
     return _boolean_result(ctx, ctx.b.activation(d, AF.Abs, ctx.name(node)))

@@ -1,12 +1,13 @@
-"""Reductions: Mean layers (times N for sums), Max pooling over a reshaped
-view for max/min, a Multiplication tree for small products."""
+"""Reductions: from the 23.08 target a Reduce layer (one float accumulation per output
+element, exact as one layer); before it, Mean layers (times N for sums), Max pooling
+over a reshaped view for max/min, a Multiplication tree for small products."""
 from __future__ import annotations
 
 import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
-from armnn_import.ir.types import ArgMinMaxFunction, PoolingAlgorithm
+from armnn_import.ir.types import ArgMinMaxFunction, DataType, PoolingAlgorithm, ReduceOperation, UnaryOperation
 from armnn_import.lowering import Unsupported
 
 from ..registry import needs_const, register
@@ -37,6 +38,20 @@ def _out_shape(shape, axes, keep):
         tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _direct(ctx, x) -> bool:
+    """Whether the Reduce layer (23.08 on) takes x: 1-D to 4-D float (its CpuRef decodes to float,
+    so a Signed32 sum or product is exact only within 2^24; quantized tensors keep the old path,
+    whose output quantization the QDQ pass sets)."""
+    return ctx.b.target.has(L.Reduce) and 1 <= x.info.rank <= 4 and x.info.dtype in (
+        DataType.Float32, DataType.Float16)
+
+
+def _reduce_layer(ctx, x, axes, keep, op, shape, n):
+    ctx.report.decomposition(f"Reduce{op.name}", "one Reduce layer")
+    y = ctx.b.reduce(x, axes, keep, op, n if not keep else f"{n}_reduce")
+    return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
+
+
 def _mean_based(pre, scale_by_count, post):
     def convert(ctx, node):
         x, n = ctx.port(node, 0), ctx.name(node)
@@ -44,6 +59,13 @@ def _mean_based(pre, scale_by_count, post):
         axes, keep = _axes(ctx, node, len(shape))
         if axes is None:
             return ctx.b.linear(x, 1.0, 0.0, n)
+        if shape and _direct(ctx, x):  # a sum as a sum, not a mean times N
+            y = ctx.b.activation(x, pre, f"{n}_pre") if pre is not None else x
+            op = ReduceOperation.Sum if scale_by_count else ReduceOperation.Mean
+            y = ctx.b.reduce(y, axes, True, op, f"{n}_reduce" if post is not None else f"{n}_{op.name.lower()}")
+            if post is not None:
+                y = ctx.b.activation(y, post, f"{n}_post")
+            return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
         if not shape:
             axes = []
         count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
@@ -58,11 +80,13 @@ def _mean_based(pre, scale_by_count, post):
 
 
 _AXES = needs_const(1, what="axes")
-register("ReduceMean", since=1, layers=("Mean",), check=_AXES)(_mean_based(None, False, None))
-register("ReduceSum", since=1, layers=("Mean", "Activation"), check=_AXES)(_mean_based(None, True, None))
-register("ReduceSumSquare", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Square, True, None))
-register("ReduceL1", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Abs, True, None))
-register("ReduceL2", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
+_R = "Reduce (from --target 23.08)"
+register("ReduceMean", since=1, layers=("Mean", _R), check=_AXES)(_mean_based(None, False, None))
+register("ReduceSum", since=1, layers=("Mean", "Activation", _R), check=_AXES)(_mean_based(None, True, None))
+register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R), check=_AXES)(
+    _mean_based(AF.Square, True, None))
+register("ReduceL1", since=1, layers=("Activation", "Mean", _R), check=_AXES)(_mean_based(AF.Abs, True, None))
+register("ReduceL2", since=1, layers=("Activation", "Mean", _R), check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
 
 
 def _grouped(ctx, x, axes, name):
@@ -90,6 +114,8 @@ def _max_min(negate):
             return ctx.b.linear(x, 1.0, 0.0, n)
         if not shape:
             return ctx.b.linear(x, 1.0, 0.0, n)
+        if _direct(ctx, x):
+            return _reduce_layer(ctx, x, axes, keep, ReduceOperation.Min if negate else ReduceOperation.Max, shape, n)
         ctx.report.decomposition(node.op, "Permute the axes last, Reshape, Max Pooling2d over them"
                                  + (" on -x, negated" if negate else ""))
         y = ctx.b.linear(x, -1.0, 0.0, f"{n}_neg") if negate else x
@@ -100,21 +126,26 @@ def _max_min(negate):
     return convert
 
 
-register("ReduceMax", since=1, layers=("Permute", "Reshape", "Pooling2d"), check=_AXES)(_max_min(False))
-register("ReduceMin", since=1, layers=("Permute", "Reshape", "Pooling2d", "Activation"), check=_AXES)(_max_min(True))
+register("ReduceMax", since=1, layers=("Permute", "Reshape", "Pooling2d", _R), check=_AXES)(_max_min(False))
+register("ReduceMin", since=1, layers=("Permute", "Reshape", "Pooling2d", "Activation", _R),
+         check=_AXES)(_max_min(True))
 
 
-@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication"), check=_AXES)
+@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication", _R), check=_AXES,
+          notes=f"before --target 23.08: at most {MAX_PROD} elements per product")
 def reduce_prod(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     shape = ctx.lshape(x)
     axes, keep = _axes(ctx, node, len(shape))
     if axes is None or not shape:
         return ctx.b.linear(x, 1.0, 0.0, n)
+    if _direct(ctx, x):
+        return _reduce_layer(ctx, x, axes, keep, ReduceOperation.Prod, shape, n)
     y, outer, r = _grouped(ctx, x, axes, n)
     if r > MAX_PROD:
         raise Unsupported(f"a product of {r} elements (no logarithm/exponential pair to turn it into a sum; "
-                          f"at most {MAX_PROD} become Multiplications)")
+                          f"at most {MAX_PROD} become Multiplications)",
+                          "--target 23.08 has a Reduce layer that takes any number")
     ctx.report.decomposition("ReduceProd", "StridedSlice per element, Multiplication tree")
     y = ctx.b.reshape(y, (outer, r), f"{n}_2d")
     parts = ctx.b.split(y, 1, [1] * r, f"{n}_el")
@@ -155,3 +186,17 @@ register("ArgMax", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", chec
          notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Max))
 register("ArgMin", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", check=_check_arg,
          notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Min))
+
+
+@register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary"), check=_AXES, needs="23.08",
+          notes="log(sum): a Reduce Sum, then Log")
+def reduce_log_sum(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(x)
+    axes, keep = _axes(ctx, node, len(shape))
+    if not shape or not _direct(ctx, x):
+        raise Unsupported(f"a {len(shape)}-D {x.info.dtype.name} input (the Reduce layer takes 1-D to 4-D float)")
+    y = ctx.b.reduce(x, axes if axes is not None else [], True, ReduceOperation.Sum, f"{n}_sum") \
+        if axes is not None else x
+    y = ctx.b.unary(y, UnaryOperation.Log, f"{n}_log")
+    return ctx.to_shape(y, _out_shape(shape, axes, keep) if axes is not None else shape, n)

@@ -8,6 +8,7 @@ from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataLayout, DataType, PaddingMode
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.builder import through_float_exactly
 
 from ..registry import needs_const, register
 from ..context import MAX_RANK, check_size
@@ -266,12 +267,14 @@ def pad(ctx, node):
     return x
 
 
-@register("Tile", since=6, layers=("Merger",), check=needs_const(1, what="repeats"))
+@register("Tile", since=6, layers=("Merger", "Tile (from --target 23.08)"), check=needs_const(1, what="repeats"))
 def tile(ctx, node):
     x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
     reps = [int(r) for r in ctx.const(node, 1, "repeats").reshape(-1)]
     if len(reps) != x.info.rank or any(r < 1 for r in reps):
         raise Unsupported(f"repeats {reps} for a {x.info.rank}-D input")
+    if ctx.b.target.has(L.Tile) and through_float_exactly(x.info):  # (else copies joined by Mergers)
+        return ctx.b.tile(x, reps, n)
     for a, r in enumerate(reps):
         x = repeat(ctx, x, a, r, f"{n}_ax{a}")
     return x

@@ -1,11 +1,13 @@
-"""Reductions and normalizations."""
+"""Reductions and normalizations. From the 23.08 target SUM, MEAN, REDUCE_MAX/MIN/PROD are one
+Reduce layer (float or quantized, 1-D to 4-D: one float accumulation, one rounding into the
+output's quantization); before it, the exact decompositions below."""
 from __future__ import annotations
 
 import numpy as np
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.types import (DataLayout, LayerType, NormalizationAlgorithmChannel,
-                                   NormalizationAlgorithmMethod, PoolingAlgorithm)
+from armnn_import.ir.types import (DataLayout, DataType, LayerType, NormalizationAlgorithmChannel,
+                                   NormalizationAlgorithmMethod, PoolingAlgorithm, ReduceOperation)
 from armnn_import.lowering import Unsupported
 
 from .elementwise import _float_only
@@ -32,7 +34,14 @@ def _check_reduce(op, ctx):
     return None if ctx.is_const(op.inputs[1]) else "reduction axes must be a constant"
 
 
-def _reduce(fn):
+def _direct(ctx, x) -> bool:
+    """Whether the Reduce layer (23.08 on) takes x: 1-D to 4-D, float or quantized (its CpuRef
+    decodes to float, so a Signed32 sum or product is exact only within 2^24: the old path)."""
+    return ctx.nb.g.target.has(LayerType.Reduce) and 1 <= x.info.rank <= 4 and \
+        (x.info.dtype in (DataType.Float32, DataType.Float16) or x.info.dtype.is_quantized)
+
+
+def _reduce(fn, op_kind=None):
     def convert(ctx, op):
         if ctx.is_const(op.inputs[0]):
             raise Unsupported("reduction of a constant")
@@ -42,17 +51,26 @@ def _reduce(fn):
         if not axes:
             ctx.set(op, 0, x)
             return
-        ctx.set(op, 0, fn(ctx, op, x, axes, keep, ctx.name(op), ctx.out_quant(op)))
+        name, q = ctx.name(op), ctx.out_quant(op)
+        if op_kind is not None and _direct(ctx, x):
+            y = ctx.nb.reduce(x, axes, keep, op_kind, name, quant=q)
+            ctx.set(op, 0, ctx.nb.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape"))
+            return
+        ctx.set(op, 0, fn(ctx, op, x, axes, keep, name, q))
     return convert
 
 
-@REGISTRY.register("MEAN", since=1, until=3, check=_check_reduce, layers=("Mean",))
+_R = "Reduce (from --target 23.08)"
+
+
+@REGISTRY.register("MEAN", since=1, until=3, check=_check_reduce, layers=("Mean", _R))
 def mean(ctx, op):
-    _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.nb.mean(x, axes, keep, name, quant=q))(ctx, op)
+    _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.nb.mean(x, axes, keep, name, quant=q),
+            ReduceOperation.Mean)(ctx, op)
 
 
-@REGISTRY.register("SUM", since=1, until=2, check=_check_reduce, layers=("Mean", "Activation"),
-                   notes="Mean times the element count")
+@REGISTRY.register("SUM", since=1, until=2, check=_check_reduce, layers=("Mean", "Activation", _R),
+                   notes="before --target 23.08: Mean times the element count")
 def sum_(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
         count = int(np.prod([x.info.shape[a] for a in axes]))
@@ -62,8 +80,9 @@ def sum_(ctx, op):
             raise Unsupported(f"output scale {q[0]:g} is too small to sum {count} elements")
         m = ctx.nb.mean(x, axes, keep, f"{name}_mean", quant=mq)
         return ctx.nb.linear(m, float(count), 0.0, name, quant=q)
-    ctx.report.decomposition("SUM", "Mean, then Linear(a=element count)")
-    _reduce(lower)(ctx, op)
+    if not ctx.nb.g.target.has(LayerType.Reduce):
+        ctx.report.decomposition("SUM", "Mean, then Linear(a=element count)")
+    _reduce(lower, ReduceOperation.Sum)(ctx, op)
 
 
 def pool_reduce(ctx, x, axes, keep, name, quant=None):
@@ -82,26 +101,33 @@ def pool_reduce(ctx, x, axes, keep, name, quant=None):
     return nb.reshape(y, _out_shape(shape, axes, keep), f"{name}_shape")
 
 
-@REGISTRY.register("REDUCE_MAX", since=1, until=3, check=_check_reduce, layers=("Pooling2d", "Reshape"),
-                   notes="a Max Pooling2d over the reduced elements")
+@REGISTRY.register("REDUCE_MAX", since=1, until=3, check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
+                   notes="before --target 23.08: a Max Pooling2d over the reduced elements")
 def reduce_max(ctx, op):
-    _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q))(ctx, op)
+    _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q),
+            ReduceOperation.Max)(ctx, op)
 
 
 @REGISTRY.register("REDUCE_MIN", since=1, until=3, check=_check_reduce,
-                   layers=("Activation", "Pooling2d", "Reshape"), notes="-max(-x)")
+                   layers=("Activation", "Pooling2d", "Reshape", _R), notes="before --target 23.08: -max(-x)")
 def reduce_min(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
         nq = None if not x.info.dtype.is_quantized else (x.info.scale, 255 - x.info.offset)  # q -> 255 - q
         neg = ctx.nb.linear(x, -1.0, 0.0, f"{name}_negate", quant=nq)
         m = pool_reduce(ctx, neg, axes, keep, f"{name}_max")
         return ctx.nb.linear(m, -1.0, 0.0, name, quant=q)
-    _reduce(lower)(ctx, op)
+    _reduce(lower, ReduceOperation.Min)(ctx, op)
 
 
-@REGISTRY.register("REDUCE_PROD", since=1, until=2, check=lambda op, ctx: _check_reduce(op, ctx) or
-                   _float_only(op, ctx), layers=("StridedSlice", "Multiplication", "Merger"),
-                   notes="pairwise products of halves, log2(n) levels per axis")
+def _check_prod(op, ctx):
+    if ctx.nb.g.target.has(LayerType.Reduce):  # (float and quantized: one Reduce layer)
+        return _check_reduce(op, ctx)
+    return _check_reduce(op, ctx) or _float_only(op, ctx)
+
+
+@REGISTRY.register("REDUCE_PROD", since=1, until=2, check=_check_prod,
+                   layers=("StridedSlice", "Multiplication", "Merger", _R),
+                   notes="before --target 23.08: float only, pairwise products of halves, log2(n) levels per axis")
 def reduce_prod(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
         nb, y = ctx.nb, x
@@ -116,8 +142,9 @@ def reduce_prod(ctx, op):
                     m = nb.concat([m, nb.take(y, a, 2 * h, n, f"{tag}_odd")], a, f"{tag}_join")
                 y, n, level = m, h + n % 2, level + 1
         return nb.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape")
-    ctx.report.decomposition("REDUCE_PROD", "products of halves (StridedSlice, Multiplication)")
-    _reduce(lower)(ctx, op)
+    if not ctx.nb.g.target.has(LayerType.Reduce):
+        ctx.report.decomposition("REDUCE_PROD", "products of halves (StridedSlice, Multiplication)")
+    _reduce(lower, ReduceOperation.Prod)(ctx, op)
 
 
 @REGISTRY.register("L2_NORMALIZATION", since=1, until=2, layers=("L2Normalization", "Reshape"))

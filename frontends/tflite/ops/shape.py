@@ -10,6 +10,7 @@ import numpy as np
 from armnn_import.ir import descriptors as D
 from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, PaddingMode, TensorInfo
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.builder import through_float_exactly
 
 from . import REGISTRY
 
@@ -422,7 +423,7 @@ def mirror_pad(ctx, op):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("TILE", since=1, until=3, layers=("Merger",))
+@REGISTRY.register("TILE", since=1, until=3, layers=("Merger", "Tile (from --target 23.08)"))
 def tile(ctx, op):
     mult = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     if any(m < 0 for m in mult):
@@ -435,6 +436,10 @@ def tile(ctx, op):
         ctx.fold(op, 0, np.tile(v, mult))
         return
     y = ctx.port(op.inputs[0])
+    if ctx.nb.g.target.has(LayerType.Tile) and len(mult) == y.info.rank and all(m >= 1 for m in mult) \
+            and through_float_exactly(y.info):
+        ctx.set(op, 0, ctx.nb.tile(y, mult, ctx.name(op)))
+        return
     if len(mult) != y.info.rank or any(m < 1 for m in mult) or sum(mult) > MAX_COPIES:
         raise Unsupported(f"multiples {mult} for a rank-{y.info.rank} input")
     for axis, m in enumerate(mult):

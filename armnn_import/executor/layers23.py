@@ -1,0 +1,69 @@
+"""The 23.08 format's Reduce, LogicalBinary, Tile and ReverseV2 layers, following Arm NN
+23.08's CpuRef (src/backends/reference/workloads/Reduce.cpp, RefLogicalBinaryWorkload.cpp,
+Tile.cpp, ReverseV2Impl.cpp): every one but LogicalBinary decodes to float32 and encodes
+the result into the output's type."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ExecutionError
+from ..ir.types import LayerType, LogicalBinaryOperation, ReduceOperation
+from .layers import layer_fn
+from .numeric import F32, decode, encode
+
+_FLT_MAX = F32(np.finfo(np.float32).max)
+_START = {ReduceOperation.Sum: F32(0), ReduceOperation.Mean: F32(0), ReduceOperation.Prod: F32(1),
+          ReduceOperation.Max: -_FLT_MAX, ReduceOperation.Min: _FLT_MAX}
+
+
+@layer_fn(LayerType.Reduce)
+def reduce_layer(layer, ins, infos):
+    # Reduce.cpp: one float accumulator per output element, visited in the input's row-major
+    # order (= the reduced axes' own order once they are moved last); Max/Min start at -/+FLT_MAX
+    # and take a value only if it is strictly greater/less (a NaN is never taken); Mean divides
+    # the sum by the element count at the end.
+    d, x = layer.desc, decode(ins[0], infos[0])
+    axes = sorted(d.axis) if d.axis else list(range(x.ndim))
+    kept = [a for a in range(x.ndim) if a not in axes]
+    r = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    flat = x.transpose(kept + axes).reshape(-1, r)
+    op = d.reduce_operation
+    acc = np.full(flat.shape[0], _START[op], F32)
+    with np.errstate(all="ignore"):
+        for j in range(r):
+            v = flat[:, j]
+            if op in (ReduceOperation.Sum, ReduceOperation.Mean):
+                acc = (acc + v).astype(F32)
+            elif op == ReduceOperation.Prod:
+                acc = (acc * v).astype(F32)
+            elif op == ReduceOperation.Max:
+                acc = np.where(v > acc, v, acc)
+            else:
+                acc = np.where(v < acc, v, acc)
+        if op == ReduceOperation.Mean and r > 0:
+            acc = (acc / F32(r)).astype(F32)
+    return [encode(acc.reshape(layer.outputs[0].shape), layer.outputs[0])]
+
+
+@layer_fn(LayerType.LogicalBinary)
+def logical_binary(layer, ins, infos):
+    a, b = (np.asarray(v, bool) for v in ins)
+    if a.ndim != b.ndim:
+        raise ExecutionError(f"{layer.name}: inputs have ranks {a.ndim} and {b.ndim}")
+    fn = np.logical_and if layer.desc.operation == LogicalBinaryOperation.LogicalAnd else np.logical_or
+    return [fn(a, b)]
+
+
+@layer_fn(LayerType.Tile)
+def tile(layer, ins, infos):
+    return [encode(np.tile(decode(ins[0], infos[0]), tuple(layer.desc.m_multiples)), layer.outputs[0])]
+
+
+@layer_fn(LayerType.ReverseV2)
+def reverse_v2(layer, ins, infos):
+    # ReverseV2Impl.cpp: negative axes count from the end; an axis given twice is reversed once
+    x = decode(ins[0], infos[0])
+    axes = {int(a) + x.ndim if int(a) < 0 else int(a) for a in np.asarray(ins[1]).reshape(-1)}
+    if any(not 0 <= a < x.ndim for a in axes):
+        raise ExecutionError(f"{layer.name}: axes {sorted(axes)} out of range for rank {x.ndim}")
+    return [encode(np.flip(x, tuple(sorted(axes))) if axes else x, layer.outputs[0])]
