@@ -278,6 +278,9 @@ class ResizeDescriptor:
     data_layout: DataLayout = DataLayout.NHWC
     align_corners: bool = False
     half_pixel_centers: bool = False
+
+
+@dataclass
 class GatherDescriptor:
     # (the 19.02 GatherLayer has no descriptor: LayerKind.descriptor_since; 20.08's CpuRef runs axis 0 only)
     axis: int = _since("20.08", 0)
@@ -292,6 +295,9 @@ class BatchMatMulDescriptor:
     adjoint_y: bool = False
     data_layout_x: DataLayout = DataLayout.NCHW
     data_layout_y: DataLayout = DataLayout.NCHW
+
+
+@dataclass
 class LstmDescriptor:
     # activation_func: the Android NN code of the cell activation (LstmUtils SetActivationParameters:
     # 0 none, 1 ReLu, 3 ReLu6, 4 TanH, 6 Sigmoid); the gates always use Sigmoid

@@ -295,6 +295,8 @@ def _batch_matmul(layer, ins):
 
 NUM_INPUTS[LayerType.BatchMatMul] = 2
 _RULES.update({LayerType.Cast: _cast, LayerType.BatchMatMul: _batch_matmul})
+
+
 def _lstm(layer, ins):
     """LstmLayer / UnidirectionalSequenceLstmLayer::InferOutputShapes: the output size is the output
     state's dimension 1, the cell size the rows of inputToOutputWeights."""

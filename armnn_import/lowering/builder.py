@@ -653,6 +653,8 @@ def _pool3d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1, 1), pads=(
 
 
 NetBuilder.conv3d, NetBuilder.pool3d = _conv3d, _pool3d
+
+
 def through_float_exactly(info) -> bool:
     """Whether a tensor's values survive the float32 decode/encode of 23.08's Reduce, Tile and
     ReverseV2 workloads unchanged: float and quantized data do; Signed32 only within 2^24 (not
