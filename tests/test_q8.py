@@ -30,11 +30,12 @@ from armnn_import.lowering import NetBuilder, perchannel
 from armnn_import.lowering.int8 import S8_LAYERS, keep_int8, to_int8
 from armnn_import.report import Report
 from armnn_import.serialize import read, write
+from armnn_import.target import get as get_target
 from armnn_import.testing.armnn_runtime import ArmnnRuntimeError, run_armnn
 from armnn_import.verify_cmd import Tolerance, verify as verify_files
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
-from layer_cases import QA8, TARGET_VARIANTS, Case, _layouts, status  # noqa: E402
+from layer_cases import QA8, RANDOM_LAYERS, TARGET_VARIANTS, Case, _layouts, random_network, status  # noqa: E402
 from reference_models import NOT_CONVERTING_YET, ROOT, all_models  # noqa: E402
 from test_targets import RICH_NETWORK_LSB  # noqa: E402
 
@@ -105,6 +106,23 @@ def test_layer_runs_as_qasymms8(case, release):
             np.testing.assert_allclose(e, g, rtol=1e-5, atol=1e-6)
         else:
             np.testing.assert_array_equal(e, g)
+
+
+@pytest.mark.parametrize("release", ["20.08", "23.08"])
+@pytest.mark.parametrize("layer", RANDOM_LAYERS, ids=lambda t: t.name)
+def test_random_configurations_as_qasymms8(layer, release):
+    """Windows, paddings, strides, blocks and axes drawn at random (layer_cases.random_network):
+    the QAsymmS8 network gives the QuantisedAsymm8 network's bytes less 128 on the runtime."""
+    run = _runner(release)
+    graph, inputs = random_network(layer, QA8, seed=int(layer) * 10 + int(QA8))
+    graph.target = get_target("20.08")
+    want = run(write(graph), inputs)
+    assert to_int8(graph) > 0
+    verify(graph)
+    got = run(write(graph), [_s8(a) for a in inputs])
+    assert len(got) == len(want) >= 12
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, _s8(w))
 
 
 def test_pad_fills_the_uint8_byte_less_128():
