@@ -66,9 +66,10 @@ def _desc(cell: Cell, ltype, peep: bool, **kw):
                peephole_enabled=peep, **kw)
 
 
-def _zeros(b: NetBuilder, x2d: Port, hid: int, name: str) -> Port:
-    """A [B, hid] zero state from a [B, I] input (FullyConnected, zero weights, no bias)."""
-    return b.fully_connected(x2d, np.zeros((hid, x2d.info.shape[1]), np.float32), None, name)
+def _zeros(b: NetBuilder, col: Port, hid: int, name: str) -> Port:
+    """A [B, hid] zero state from a [B, 1] column of the input (FullyConnected, zero weights
+    [hid, 1]: a column, so the file holds hid zeros, not hid * I)."""
+    return b.fully_connected(col, np.zeros((hid, 1), np.float32), None, name)
 
 
 def steps(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None, c0: Port | None,
@@ -91,7 +92,9 @@ def steps(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None, c
     for k, t in enumerate(order):
         xt = at(t)
         if h is None or c is None:
-            zero = _zeros(b, xt, cell.hidden, f"{name}_zero")
+            rows = (t * batch, (t + 1) * batch, 1) if time_axis == 0 else (t, None, n_steps)
+            col = b.slice(flat, [rows[0], 0], [rows[1], 1], [rows[2], 1], f"{name}_x0")  # [B, 1]
+            zero = _zeros(b, col, cell.hidden, f"{name}_zero")
             h, c = h or zero, c or zero
         layer = b.lstm(L.Lstm, xt, h, c, tensors, desc, f"{name}_t{t}")
         # (the output state, not the equal output 3: CpuRef 20.08 and 23.08 compute wrong values
@@ -109,8 +112,8 @@ def sequence(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None
     if reverse:
         xt = b.slice(xt, [None] * 3, [None] * 3, [-1, 1, 1], f"{name}_reversed")
     if h0 is None or c0 is None:
-        first = b.reshape(b.take(xt, 0, 0, 1, f"{name}_x0"), xt.info.shape[1:], f"{name}_x0_2d")
-        zero = _zeros(b, first, cell.hidden, f"{name}_zero")
+        first = b.slice(xt, [0, None, 0], [1, None, 1], [1, 1, 1], f"{name}_x0")  # [1, B, 1]
+        zero = _zeros(b, b.reshape(first, (xt.info.shape[1], 1), f"{name}_x0_2d"), cell.hidden, f"{name}_zero")
         h0, c0 = h0 or zero, c0 or zero
     tensors, peep = _tensors(cell, L.UnidirectionalSequenceLstm)
     layer = b.lstm(L.UnidirectionalSequenceLstm, xt, h0, c0, tensors,
