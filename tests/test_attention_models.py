@@ -198,3 +198,35 @@ def test_onnx_matmul_with_a_large_constant_batch_on_23_08(tmp_path, armnn_runner
     g = _run_both(tmp_path, path, [x], [("23.08", ("23.08",))], armnn_runner_for, tol=Tolerance(atol=1e-5))
     assert [l.type for l in g["23.08"].layers].count(T.BatchMatMul) == 1
     assert cli.main([str(path), "-o", str(tmp_path / "old.armnn"), "-q", "--target", "20.08"]) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+def test_tflite_gather_of_a_quantized_or_float_table(dtype, armnn_runner_for):
+    """GATHER from a constant table with run-time int32 ids, in float and in both 8-bit types
+    (the table keeps its levels: an exact lookup), against LiteRT on Arm NN 20.08 and 23.08."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+    from tfl_builder import ModelBuilder, run_litert
+
+    import armnn_import
+    from armnn_import.serialize import write
+    rng = np.random.default_rng(6)
+    mb = ModelBuilder()
+    ids = mb.input("ids", [2, 5], np.int32)
+    if dtype == "float32":
+        table, q = rng.standard_normal((20, 4)).astype(np.float32), None
+    else:
+        lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+        table, q = rng.integers(lo, hi, (20, 4)).astype(dtype), (0.05, 3 if dtype == "uint8" else -7)
+    t = mb.const("table", table, quant=q)
+    mb.output(mb.op("GATHER", [t, ids], "GatherOptions", out_quant=q, axis=0))
+    data = mb.build()
+    x = rng.integers(0, 20, (2, 5)).astype(np.int32)
+    want = run_litert(data, [x])[0]
+    for target, releases in (("20.08", ("20.08", "23.08")), ("23.08", ("23.08",))):
+        graph = armnn_import.convert(data, target=target).network
+        assert [l.type for l in graph.layers].count(T.Gather) == 1
+        for release in releases:
+            got = armnn_runner_for(release)(write(graph), [x])[0]
+            if dtype == "int8":  # (int8 is uint8 with the zero point moved up by 128 where it is not QAsymmS8)
+                got = got.astype(np.int16) - (128 if got.dtype == np.uint8 else 0)
+            np.testing.assert_array_equal(got.reshape(want.shape).astype(np.float64), want.astype(np.float64))
