@@ -230,3 +230,28 @@ def test_tflite_gather_of_a_quantized_or_float_table(dtype, armnn_runner_for):
             if dtype == "int8":  # (int8 is uint8 with the zero point moved up by 128 where it is not QAsymmS8)
                 got = got.astype(np.int16) - (128 if got.dtype == np.uint8 else 0)
             np.testing.assert_array_equal(got.reshape(want.shape).astype(np.float64), want.astype(np.float64))
+
+
+def test_tflite_gather_of_scattered_constant_indices_is_one_gather_from_20_08(armnn_runner_for):
+    """Constant indices in many runs: StridedSlices and a Merger (or a selection matrix) in 19.02,
+    one Gather with constant indices from 20.08 on; exact (inf included) against LiteRT."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+    from tfl_builder import ModelBuilder, run_litert
+
+    import armnn_import
+    from armnn_import.serialize import write
+    idx = np.random.default_rng(7).permutation(64)[:48].astype(np.int32)
+    mb = ModelBuilder()
+    x = mb.input("x", [3, 64])
+    mb.output(mb.op("GATHER", [x, mb.const("idx", idx)], "GatherOptions", axis=1))
+    data = mb.build()
+    xv = np.random.default_rng(8).standard_normal((3, 64)).astype(np.float32)
+    xv[2, idx[3]] = np.inf
+    want = run_litert(data, [xv])[0]
+    seed = armnn_import.convert(data).network
+    graph = armnn_import.convert(data, target="20.08").network
+    assert len(graph.layers) < len(seed.layers)
+    assert [l.type for l in graph.layers].count(T.Gather) == 1
+    assert not any(l.type == T.FullyConnected for l in graph.layers)
+    for release in ("20.08", "23.08"):
+        np.testing.assert_array_equal(armnn_runner_for(release)(write(graph), [xv])[0].reshape(want.shape), want)
