@@ -255,3 +255,23 @@ def test_tflite_gather_of_scattered_constant_indices_is_one_gather_from_20_08(ar
     assert not any(l.type == T.FullyConnected for l in graph.layers)
     for release in ("20.08", "23.08"):
         np.testing.assert_array_equal(armnn_runner_for(release)(write(graph), [xv])[0].reshape(want.shape), want)
+
+
+def test_onnx_gather_of_run_time_data_with_negative_indices(tmp_path, armnn_runner_for):
+    """ONNX indices count from the end when negative: 23.08's CpuRef wraps them, 20.08's fails
+    ("bad numeric conversion"), so the 20.08 file gathers index + dim from the data concatenated
+    twice (exact for [-dim, dim)); the ONNX node case test_gather_negative_indices, on both."""
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+    path = _onnx(tmp_path, [h.make_node("Gather", ["x", "i"], ["y"], axis=0)],
+                 [h.make_tensor_value_info("x", TP.FLOAT, [10, 3]), h.make_tensor_value_info("i", TP.INT64, [4])],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [4, 3])])
+    inputs = [np.random.default_rng(9).standard_normal((10, 3)).astype(np.float32), np.array([0, -9, -10, 9], np.int64)]
+    out = tmp_path / "g.armnn"
+    for target, releases in (("20.08", ("20.08", "23.08")), ("23.08", ("23.08",))):
+        assert cli.main([str(path), "-o", str(out), "-q", "--target", target]) == 0
+        for release in releases:
+            check = verify(path, str(out), inputs=inputs, tolerance=Tolerance(atol=0),
+                           armnn_runtime=armnn_runner_for(release).path)
+            assert check.ok, check.format()
+    assert [l.type for l in read(out.read_bytes()).layers].count(T.Merger) == 0  # (23.08: the Gather alone)
