@@ -198,3 +198,80 @@ def test_onnx_matmul_with_a_large_constant_batch_on_23_08(tmp_path, armnn_runner
     g = _run_both(tmp_path, path, [x], [("23.08", ("23.08",))], armnn_runner_for, tol=Tolerance(atol=1e-5))
     assert [l.type for l in g["23.08"].layers].count(T.BatchMatMul) == 1
     assert cli.main([str(path), "-o", str(tmp_path / "old.armnn"), "-q", "--target", "20.08"]) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8"])
+def test_tflite_gather_of_a_quantized_or_float_table(dtype, armnn_runner_for):
+    """GATHER from a constant table with run-time int32 ids, in float and in both 8-bit types
+    (the table keeps its levels: an exact lookup), against LiteRT on Arm NN 20.08 and 23.08."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+    from tfl_builder import ModelBuilder, run_litert
+
+    import armnn_import
+    from armnn_import.serialize import write
+    rng = np.random.default_rng(6)
+    mb = ModelBuilder()
+    ids = mb.input("ids", [2, 5], np.int32)
+    if dtype == "float32":
+        table, q = rng.standard_normal((20, 4)).astype(np.float32), None
+    else:
+        lo, hi = (0, 256) if dtype == "uint8" else (-128, 128)
+        table, q = rng.integers(lo, hi, (20, 4)).astype(dtype), (0.05, 3 if dtype == "uint8" else -7)
+    t = mb.const("table", table, quant=q)
+    mb.output(mb.op("GATHER", [t, ids], "GatherOptions", out_quant=q, axis=0))
+    data = mb.build()
+    x = rng.integers(0, 20, (2, 5)).astype(np.int32)
+    want = run_litert(data, [x])[0]
+    for target, releases in (("20.08", ("20.08", "23.08")), ("23.08", ("23.08",))):
+        graph = armnn_import.convert(data, target=target).network
+        assert [l.type for l in graph.layers].count(T.Gather) == 1
+        for release in releases:
+            got = armnn_runner_for(release)(write(graph), [x])[0]
+            if dtype == "int8":  # (int8 is uint8 with the zero point moved up by 128 where it is not QAsymmS8)
+                got = got.astype(np.int16) - (128 if got.dtype == np.uint8 else 0)
+            np.testing.assert_array_equal(got.reshape(want.shape).astype(np.float64), want.astype(np.float64))
+
+
+def test_tflite_gather_of_scattered_constant_indices_is_one_gather_from_20_08(armnn_runner_for):
+    """Constant indices in many runs: StridedSlices and a Merger (or a selection matrix) in 19.02,
+    one Gather with constant indices from 20.08 on; exact (inf included) against LiteRT."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+    from tfl_builder import ModelBuilder, run_litert
+
+    import armnn_import
+    from armnn_import.serialize import write
+    idx = np.random.default_rng(7).permutation(64)[:48].astype(np.int32)
+    mb = ModelBuilder()
+    x = mb.input("x", [3, 64])
+    mb.output(mb.op("GATHER", [x, mb.const("idx", idx)], "GatherOptions", axis=1))
+    data = mb.build()
+    xv = np.random.default_rng(8).standard_normal((3, 64)).astype(np.float32)
+    xv[2, idx[3]] = np.inf
+    want = run_litert(data, [xv])[0]
+    seed = armnn_import.convert(data).network
+    graph = armnn_import.convert(data, target="20.08").network
+    assert len(graph.layers) < len(seed.layers)
+    assert [l.type for l in graph.layers].count(T.Gather) == 1
+    assert not any(l.type == T.FullyConnected for l in graph.layers)
+    for release in ("20.08", "23.08"):
+        np.testing.assert_array_equal(armnn_runner_for(release)(write(graph), [xv])[0].reshape(want.shape), want)
+
+
+def test_onnx_gather_of_run_time_data_with_negative_indices(tmp_path, armnn_runner_for):
+    """ONNX indices count from the end when negative: 23.08's CpuRef wraps them, 20.08's fails
+    ("bad numeric conversion"), so the 20.08 file gathers index + dim from the data concatenated
+    twice (exact for [-dim, dim)); the ONNX node case test_gather_negative_indices, on both."""
+    from onnx import TensorProto as TP
+    from onnx import helper as h
+    path = _onnx(tmp_path, [h.make_node("Gather", ["x", "i"], ["y"], axis=0)],
+                 [h.make_tensor_value_info("x", TP.FLOAT, [10, 3]), h.make_tensor_value_info("i", TP.INT64, [4])],
+                 [h.make_tensor_value_info("y", TP.FLOAT, [4, 3])])
+    inputs = [np.random.default_rng(9).standard_normal((10, 3)).astype(np.float32), np.array([0, -9, -10, 9], np.int64)]
+    out = tmp_path / "g.armnn"
+    for target, releases in (("20.08", ("20.08", "23.08")), ("23.08", ("23.08",))):
+        assert cli.main([str(path), "-o", str(out), "-q", "--target", target]) == 0
+        for release in releases:
+            check = verify(path, str(out), inputs=inputs, tolerance=Tolerance(atol=0),
+                           armnn_runtime=armnn_runner_for(release).path)
+            assert check.ok, check.format()
+    assert [l.type for l in read(out.read_bytes()).layers].count(T.Merger) == 0  # (23.08: the Gather alone)

@@ -102,15 +102,16 @@ def strided_slice(layer, ins, infos):
 
 @layer_fn(LayerType.Gather)
 def gather(layer, ins, infos):
-    # Gather.cpp: 20.08 takes axis 0 and does not check the indices (reads out of bounds);
-    # 23.08 takes any axis, wraps negative indices and throws past the end: both refused here
+    # Gather.cpp: 20.08 takes axis 0, fails on a negative index (numeric_cast) and does not check
+    # one past the end (reads out of bounds); 23.08 takes any axis, wraps negative indices and
+    # throws past the end: both refused here
     params, indices = ins
     axis = (layer.desc.axis if layer.desc is not None else 0) % params.ndim
     idx = indices.astype(np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= params.shape[axis]):
         raise ExecutionError(f"{layer.name}: Gather index out of range [0, {params.shape[axis]}): "
                              f"{int(idx.min()) if idx.min() < 0 else int(idx.max())} (Arm NN 20.08 reads out of "
-                             "bounds, 23.08 fails)")
+                             "bounds, 23.08 fails; a negative one fails on 20.08 and wraps on 23.08)")
     values = np.take(decode(params, infos[0]), idx.reshape(-1), axis=axis)
     return [encode(values.reshape(layer.outputs[0].shape), layer.outputs[0])]
 

@@ -252,7 +252,11 @@ def cast(ctx, node):
             ctx.g.target.has(L.Cast) and v not in ctx.bool_float and not is_bool:
         # the 23.08 format: a Cast layer (float -> int truncates, as onnxruntime's static_cast)
         return ctx.b.cast(v, want, n)
-    raise Unsupported("casts of run-time tensors other than float32/bool -> float32/bool have no Arm NN layer")
+    if ctx.g.target.has(L.Cast):
+        raise Unsupported("casts of run-time tensors other than between float32, int32/int64 and bool have no "
+                          "Arm NN layer")
+    raise Unsupported("casts of run-time tensors other than float32/bool -> float32/bool have no Arm NN layer "
+                      "in this format (--target 23.08 has a Cast layer for float32 <-> int32/int64)")
 
 
 

@@ -335,17 +335,27 @@ def _gather_runtime(ctx, data, indices, axis: int, n: str) -> Port:
     if isinstance(data, Port):
         if data.info.dtype == DataType.Boolean:
             raise Unsupported("gathering a boolean tensor (CpuRef's Gather moves no Boolean data)")
-    else:
-        arr = np.asarray(data)
-        if arr.dtype.kind not in "fiu" or arr.size == 0:
-            raise Unsupported(f"gathering from a constant of type {arr.dtype}")
-        if arr.dtype.kind in "iu" and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
-            raise Unsupported("an integer constant outside the int32 range")
-        data = ctx.b.constant_layer(arr.astype(np.float32 if arr.dtype.kind == "f" else np.int32), f"{n}_data")
-    ctx.report.warn(f"{n}: run-time Gather indices must lie in [0, {data.info.shape[axis]}): Arm NN 20.08 "
-                    "reads out of bounds for others (negative ones too), 23.08 fails; armnn-import verify "
-                    "and the executor refuse them")
-    return ctx.b.gather(data, indices, axis, n)
+        if not ctx.g.target.at_least("23.08"):
+            # ONNX indices may be negative (from the end); 20.08's CpuRef fails on them, 23.08's wraps
+            # them. Exact for every index in [-dim, dim): gather index + dim from the data twice over
+            dim = data.info.shape[axis]
+            data = ctx.b.concat([data, data], axis, f"{n}_twice")
+            shift = ctx.b.constant_layer(np.full((1,) * indices.info.rank, dim, np.int32), f"{n}_dim")
+            indices = ctx.b.binary(L.Addition, indices, shift, f"{n}_wrap")
+            ctx.report.decomposition("Gather", "run-time data and indices on Arm NN 20.08: negative indices "
+                                     "wrap by gathering index + dim from the data concatenated twice")
+        return ctx.b.gather(data, indices, axis, n)
+    arr = np.asarray(data)
+    if arr.dtype.kind not in "fiu" or arr.size == 0:
+        raise Unsupported(f"gathering from a constant of type {arr.dtype}")
+    if arr.dtype.kind in "iu" and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
+        raise Unsupported("an integer constant outside the int32 range")
+    # (not doubled like run-time data: an embedding table's ids are never negative)
+    table = ctx.b.constant_layer(arr.astype(np.float32 if arr.dtype.kind == "f" else np.int32), f"{n}_data")
+    ctx.report.warn(f"{n}: run-time indices into a constant table must lie in [0, {arr.shape[axis]}): "
+                    "Arm NN 20.08 fails on a negative one and reads out of bounds past the end, 23.08 wraps "
+                    "negative ones and fails past the end; the executor (armnn-import verify) refuses them")
+    return ctx.b.gather(table, indices, axis, n)
 
 
 @register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Gather"), check=_gather_check,

@@ -14,8 +14,9 @@ from . import REGISTRY
 
 def gather_runtime(ctx, op, axis: int) -> None:
     """GATHER whose indices are computed at run time (Keras Embedding: a constant table and
-    the model's int32 input): one Gather layer. The indices must lie in [0, dim): Arm NN
-    20.08 does not check them, 23.08 fails on them (and TFLite refuses them)."""
+    the model's int32 input): one Gather layer. The indices must lie in [0, dim), as TFLite
+    requires: Arm NN 20.08 fails on a negative one and reads out of bounds past the end, 23.08
+    fails past the end."""
     nb, name = ctx.nb, ctx.name(op)
     xi, ii = op.inputs[:2]
     indices = ctx.port(ii)
@@ -36,7 +37,7 @@ def gather_runtime(ctx, op, axis: int) -> None:
         params = ctx.port(xi)
     axis %= params.info.rank
     ctx.report.warn(f"{name}: run-time GATHER indices must lie in [0, {params.info.shape[axis]}) "
-                    "(Arm NN 20.08 does not check them, 23.08 fails)")
+                    "(Arm NN 20.08 reads out of bounds past the end, 23.08 fails)")
     ctx.set(op, 0, nb.gather(params, indices, axis, name))
 
 

@@ -508,6 +508,11 @@ def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
         y = nb.concat([y] * f, axis + 1, f"{name}_repeat")
         return nb.reshape(y, shape[:axis] + (n * f,) + shape[axis + 1:], f"{name}_join")
     runs = _runs(idx, MAX_SLICES)
+    if nb.g.target.at_least("20.08") and x.info.dtype != DataType.Boolean and (runs is None or len(runs) > 16):
+        # one Gather with constant indices (the 20.08 format on): leaner than many StridedSlices or a
+        # selection matrix, and exact for inf and NaN (a 0/1 matrix multiplies them by 0)
+        sel = nb.constant_layer(np.asarray(idx, np.int32), f"{name}_indices")
+        return nb.gather(x, sel, axis, name)
     if runs is not None and sum(c for _, step, c in runs if step == 0) <= MAX_COPIES:
         parts = []
         for k, (start, step, count) in enumerate(runs):
