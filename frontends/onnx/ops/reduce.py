@@ -80,7 +80,7 @@ def _mean_based(pre, scale_by_count, post):
 
 
 _AXES = needs_const(1, what="axes")
-_R = "Reduce (from --target 23.08)"
+_R = "Reduce"  # (from --target 23.08)
 register("ReduceMean", since=1, layers=("Mean", _R), check=_AXES)(_mean_based(None, False, None))
 register("ReduceSum", since=1, layers=("Mean", "Activation", _R), check=_AXES)(_mean_based(None, True, None))
 register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R), check=_AXES)(

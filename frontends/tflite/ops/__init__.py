@@ -5,3 +5,4 @@ from armnn_import.registry import OpRegistry
 REGISTRY = OpRegistry("tflite")
 
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
+from . import logical  # noqa: E402,F401  (23.08: LOGICAL_AND/OR/NOT, REVERSE_V2)
