@@ -47,7 +47,6 @@ def _direct(ctx, x) -> bool:
 
 
 def _reduce_layer(ctx, x, axes, keep, op, shape, n):
-    ctx.report.decomposition(f"Reduce{op.name}", "one Reduce layer")
     y = ctx.b.reduce(x, axes, keep, op, n if not keep else f"{n}_reduce")
     return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
 
