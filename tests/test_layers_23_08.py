@@ -118,3 +118,23 @@ def test_onnx_on_armnn_23_08_through_the_cli(case, armnn_runner_for, tmp_path):
     else:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(run(graph, arrays)[0].reshape(want.shape), got)
+
+
+@pytest.mark.parametrize("dtype", [DataType.Float32, DataType.QuantisedAsymm8], ids=lambda d: d.name)
+@pytest.mark.parametrize("layer", ["Reduce", "Tile", "ReverseV2"])
+def test_random_configurations_on_armnn_23_08(layer, dtype, armnn_runner_for):
+    """Ranks 1-4, random axes (ReverseV2: some negative), keep_dims, operations and multiples
+    (fixed seed): the executor follows Arm NN 23.08 on every one."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).parent))
+    from layer_cases import Case, compare, random_network
+    runner = armnn_runner_for("23.08")
+    lt = LayerType[layer]
+    graph, inputs = random_network(lt, dtype, seed=int(lt) * 10 + int(dtype), target="23.08")
+    assert len(graph.output_layers) >= 12
+    verify(graph)
+    data = write(graph)
+    assert graph_differences(graph, read(data)) == []
+    got = runner(data, inputs)
+    assert compare(Case(lt, dtype, target="23.08"), got, run(graph, inputs)) == []
