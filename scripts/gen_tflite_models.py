@@ -630,6 +630,21 @@ for _n, _sy in [("greater_equal", (1, 7, 9, 5)), ("less_equal", (1, 1, 9, 5)), (
         (lambda f: lambda r, q: getattr(tf.math, f))(_n))
 
 
+# ----------------------------------------------------------------------------- the 23.08 format
+# LOGICAL_AND/OR/NOT on the Boolean results of comparisons, REVERSE_V2 and CEIL: layers of the
+# 23.08 format (LogicalBinary, ElementwiseUnary, ReverseV2), converted with --target 23.08.
+# (Comparisons of inputs only: a comparison with a constant is another lowering's matter.)
+for _n, _f in [("logical_and", lambda x, y, z: tf.logical_and(tf.greater(x, y), tf.less(x, z))),
+               ("logical_or", lambda x, y, z: tf.logical_or(tf.greater(x, y), tf.less(x, z))),
+               ("logical_not", lambda x, y, z: tf.logical_not(tf.logical_and(tf.greater(x, y), tf.less(x, z))))]:
+    case(_n, [_n.upper()], [X((1, 7, 9, 5), CMP), X((1, 1, 9, 5), CMP, "y"), X((1, 7, 1, 5), CMP, "z")],
+         note="needs --target 23.08")((lambda f: lambda r, q: f)(_f))
+case("reverse_v2", ["REVERSE_V2"], [X((1, 7, 9, 5))], note="needs --target 23.08")(
+    lambda r, q: lambda x: tf.reverse(x, axis=[1, 2]))  # (LiteRT: contiguous axes only)
+case("ceil", ["CEIL"], [X((1, 7, 9, 5), ("normal", 3.0))], variants=("float32",))(
+    lambda r, q: lambda x: tf.math.ceil(x))
+
+
 # ----------------------------------------------------------------------------- sparse weights
 # Pruned weights (SPARSE_ZERO of them exactly 0) converted with
 # tf.lite.Optimize.EXPERIMENTAL_SPARSITY: the converter stores them sparse (TACO format,

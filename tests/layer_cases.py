@@ -933,10 +933,10 @@ def _try_add(m, *args, **kw):
     return layer
 
 
-def random_network(layer: LayerType, dtype: DataType, seed: int, count: int = 24):
+def random_network(layer: LayerType, dtype: DataType, seed: int, count: int = 24, target: str = "19.02"):
     """A network with up to `count` layers of type `layer` with random parameters, each
     feeding its own output; returns (graph, inputs)."""
-    m = Maker(dtype, NCHW, seed)
+    m = Maker(dtype, NCHW, seed, target)
     r = m.rng
     added = 0
     for i in range(count * 4):
@@ -1022,6 +1022,21 @@ def random_network(layer: LayerType, dtype: DataType, seed: int, count: int = 24
                                         beta=float(r.uniform(0.1, 1)), k=float(r.uniform(0.5, 2)),
                                         data_layout=layout)
             l = _try_add(m, layer, f"l{i}", [x], d)
+        elif layer in RANDOM_LAYERS_23_08:
+            rank = int(r.integers(1, 5))
+            shape = tuple(int(v) for v in r.integers(1, 6, rank))
+            x = m.input(f"x{i}", shape)
+            axes = tuple(a for a in range(rank) if r.random() < 0.5)
+            if layer == LayerType.Reduce:
+                op = ReduceOperation(int(r.integers(5)))
+                oq = q(m, 0.5, 128) if op in (ReduceOperation.Sum, ReduceOperation.Prod) else None
+                l = _try_add(m, layer, f"l{i}", [x], ReduceDescriptor(bool(r.integers(2)), axes, op), quant=oq)
+            elif layer == LayerType.Tile:
+                l = _try_add(m, layer, f"l{i}", [x], TileDescriptor(tuple(int(v) for v in r.integers(1, 4, rank))))
+            else:  # ReverseV2: the axes, some negative, as a Signed32 Constant
+                ax = [a - rank if r.random() < 0.5 else a for a in axes] or [0]
+                c = m.g.add(LayerType.Constant, f"axes{i}", [], tensors={"input": ConstTensor(np.asarray(ax, np.int32))})
+                l = _try_add(m, layer, f"l{i}", [x, c.out()])
         else:
             raise ValueError(f"no random configurations for {layer.name}")
         if l is None:
@@ -1033,6 +1048,7 @@ def random_network(layer: LayerType, dtype: DataType, seed: int, count: int = 24
     return m.g, m.inputs
 
 
+RANDOM_LAYERS_23_08 = (LayerType.Reduce, LayerType.Tile, LayerType.ReverseV2)  # (random_network(target="23.08"))
 RANDOM_LAYERS = (LayerType.Pooling2d, LayerType.Convolution2d, LayerType.DepthwiseConvolution2d,
                  LayerType.StridedSlice, LayerType.ResizeBilinear, LayerType.Mean, LayerType.Pad,
                  LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd, LayerType.Normalization)

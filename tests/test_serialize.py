@@ -279,3 +279,22 @@ def test_23_08_files_say_weights_layout_scheme_1_with_depthwise_weights_1hwim():
     np.testing.assert_array_equal(got[0], w.transpose(2, 3, 1, 0).reshape(2, 2, 6))
     back = read(data)
     assert next(l for l in back.layers if l.type == LayerType.DepthwiseConvolution2d).tensors["weights"] == wt
+
+
+def test_23_08_depthwise_weights_written_in_chunks_equal_write():
+    """The [1, H, W, I*M] view of a large depthwise weight is written from its own array
+    (write_chunks) with the same bytes as write()."""
+    import numpy as np
+    from armnn_import.ir import ConstTensor, DepthwiseConvolution2dDescriptor, Graph, LayerType, TensorInfo
+    from armnn_import.serialize import read
+    from armnn_import.serialize.writer import write, write_chunks
+    g = Graph("23.08")
+    x = g.add_input("x", TensorInfo((1, 64, 12, 12)))
+    w = np.random.default_rng(0).standard_normal((2, 64, 9, 9)).astype(np.float32)
+    y = g.add(LayerType.DepthwiseConvolution2d, "dw", [x], DepthwiseConvolution2dDescriptor(stride_x=1, stride_y=1),
+              tensors={"weights": ConstTensor(w)})
+    g.add_output("y", y.out())
+    whole = write(g)
+    size, chunks = write_chunks(g, defer_min=1 << 12)
+    assert size == len(whole) and b"".join(bytes(c) for c in chunks) == whole
+    np.testing.assert_array_equal(read(whole).layers[1].tensors["weights"].data, w)

@@ -20,7 +20,7 @@ from armnn_import.target import RELEASES, get
 from armnn_import.verify_cmd import Tolerance, verify
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
-from reference_models import ROOT, converted, params  # noqa: E402
+from reference_models import NOT_CONVERTING_YET, ROOT, converted, params  # noqa: E402
 from test_verify_cmd import HYBRID_KERNEL_ATOL, PER_CHANNEL_REQUANTIZED_LSB  # noqa: E402
 
 RICH = [r for r in RELEASES if r != "19.02"]
@@ -221,4 +221,30 @@ def test_depthwise_reference_model_on_the_23_08_runtime(model_id, path, npz, tmp
     assert dw[0].tensors["weights"].info.shape[1] == c  # [M, I, H, W] again
     tol = Tolerance(atol=HYBRID_KERNEL_ATOL.get(model_id, 1e-4), lsb=RICH_NETWORK_LSB.get(model_id, 1))
     check = verify(path, str(out), tolerance=tol, armnn_runtime=RUNNER_23_08)
+    assert check.ok, check.format()
+
+
+_LAYERS_23_08 = ("Reduce", "LogicalBinary", "Tile", "ReverseV2", "ElementwiseUnary")
+
+
+@pytest.mark.parametrize("model_id, path, npz", [pytest.param(*p.values, id=p.id) for p in params()])
+def test_23_08_layers_reference_model_on_the_23_08_runtime(model_id, path, npz, tmp_path):
+    """Every reference model whose --target 23.08 file (as the CLI writes it) holds one of the
+    23.08 format's Reduce, LogicalBinary, Tile, ReverseV2 or ElementwiseUnary layers matches its
+    source runtime on Arm NN 23.08 (quantized: within 1 LSB), and the numpy executor matches too.
+    (No strict xfail here: models the default target refuses, such as the logical ones and
+    quantized REDUCE_PROD, convert for 23.08.)"""
+    out = tmp_path / "model.armnn"
+    if model_id in NOT_CONVERTING_YET and cli.main([str(path), "-o", str(out), "-q", "--target", "23.08"]):
+        pytest.skip("refused by the default target, and by 23.08 too (e.g. a quantized EXP)")
+    _convert_cli(path, out, "--target", "23.08")
+    graph = read(out.read_bytes())
+    if not any(l.type.name in _LAYERS_23_08 for l in graph.layers):
+        pytest.skip("none of the 23.08 layers under --target 23.08")
+    if not os.access(RUNNER_23_08, os.X_OK):
+        pytest.skip(f"no Arm NN 23.08 runner at {RUNNER_23_08}")
+    tol = Tolerance(atol=HYBRID_KERNEL_ATOL.get(model_id, 1e-4), lsb=RICH_NETWORK_LSB.get(model_id, 1))
+    check = verify(path, str(out), tolerance=tol, armnn_runtime=RUNNER_23_08)
+    assert check.ok, check.format()
+    check = verify(path, str(out), tolerance=tol)
     assert check.ok, check.format()

@@ -103,6 +103,10 @@ class LoweringContext:
         if arr.size == 0:
             raise Unsupported("an empty constant tensor, which Arm NN cannot represent")
         check_size(arr.shape, "the constant")
+        if self.b.target.at_least("23.08") and arr.dtype.kind in "fiu":
+            # 23.08 reads the Constant layers of its files as they are (serialize/layouts.py):
+            # one exact layer, where the FullyConnected below lets a NaN or inf of x through
+            return self._constant_layer(arr, name)
         if arr.dtype.kind == "f" and self.anchor is not None:
             p = self.b.constant(self.anchor, arr.astype(np.float32), name)
         elif arr.dtype.kind == "b" and self.anchor is not None:
@@ -110,21 +114,29 @@ class LoweringContext:
             f = self.b.constant(self.anchor, arr.astype(np.float32), f"{name}_float")
             p = self.b.binary(LayerType.Greater, f, self.b.fill_like(f, 0.5, f"{name}_half"), name)
         else:
-            if arr.dtype.kind == "f":
-                data = arr.astype(np.float32)
-            elif arr.dtype.kind in "iu":
-                if arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
-                    raise Unsupported("an integer constant outside the int32 range")
-                data = arr.astype(np.int32)
-            elif arr.dtype.kind == "b":
+            if arr.dtype.kind == "b":
                 raise Unsupported("a constant boolean tensor in a network without a float input "
                                   "(CpuRef has no Boolean Constant layer)")
-            else:
+            if arr.dtype.kind not in "fiu":
                 raise Unsupported(f"a constant of type {arr.dtype}, which Arm NN cannot hold")
-            data = data.reshape(data.shape or (1,))
+            _check_int32(arr)
             self.report.warn(f"{name}: emitted as a Constant layer (Arm NN 21.08+ may misread Constant "
-                             "layers in files of this format)")
-            p = self.g.add(LayerType.Constant, name, tensors={"input": ConstTensor(data)}).out()
+                             "layers in files of this format; --target 23.08 files are read right)")
+            return self._constant_layer(arr, name)
         if arr.ndim == 0:
             self.scalars.add(p)
         return p
+
+    def _constant_layer(self, arr, name: str) -> Port:
+        """A Constant layer of `arr` as float32 or int32."""
+        _check_int32(arr)
+        data = arr.astype(np.float32 if arr.dtype.kind == "f" else np.int32)
+        p = self.g.add(LayerType.Constant, name, tensors={"input": ConstTensor(data.reshape(data.shape or (1,)))}).out()
+        if arr.ndim == 0:
+            self.scalars.add(p)
+        return p
+
+
+def _check_int32(arr) -> None:
+    if arr.dtype.kind in "iu" and arr.size and (arr.min() < -2 ** 31 or arr.max() >= 2 ** 31):
+        raise Unsupported("an integer constant outside the int32 range")

@@ -48,9 +48,11 @@ def neg(ctx, node):
     return ctx.b.linear(ctx.port(node, 0), -1.0, 0.0, ctx.name(node))
 
 
-@register("Ceil", since=6, layers=("Activation", "Floor"))
+@register("Ceil", since=6, layers=("Activation", "Floor", "ElementwiseUnary"))
 def ceil(ctx, node):
     n = ctx.name(node)
+    if ctx.b.target.has(UnaryOperation.Ceil):  # one exact layer (and ceil(-0.5) keeps its sign: -0)
+        return ctx.b.unary(ctx.port(node, 0), UnaryOperation.Ceil, n)
     ctx.report.decomposition("Ceil", "-Floor(-x)")
     y = ctx.b.linear(ctx.port(node, 0), -1.0, 0.0, f"{n}_neg")
     y = ctx.b.add(L.Floor, f"{n}_floor", [y])

@@ -187,10 +187,9 @@ def _logical(ctx, node, kind):
     return y
 
 
-_B = " (Boolean inputs, from --target 23.08)"
 
 
-@register("Not", since=1, layers=("Activation", "ElementwiseUnary" + _B))
+@register("Not", since=1, layers=("Activation", "ElementwiseUnary"))
 def not_(ctx, node):
     """Not(Equal(a, b)) is the Boolean a != b (true for NaN, false for equal infinities);
     any other Not works on float masks."""
@@ -204,7 +203,7 @@ def not_(ctx, node):
     return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
 
 
-@register("And", since=7, layers=("Multiplication", "LogicalBinary" + _B))
+@register("And", since=7, layers=("Multiplication", "LogicalBinary"))
 def and_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "and")
@@ -212,7 +211,7 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum", "LogicalBinary" + _B))
+@register("Or", since=7, layers=("Maximum", "LogicalBinary"))
 def or_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "or")
@@ -220,7 +219,7 @@ def or_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Maximum, a, b, ctx.name(node)))
 
 
-@register("Xor", since=7, layers=("Subtraction", "Activation", "Comparison" + _B))
+@register("Xor", since=7, layers=("Subtraction", "Activation", "Comparison"))
 def xor(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "xor")

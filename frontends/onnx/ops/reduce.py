@@ -47,7 +47,6 @@ def _direct(ctx, x) -> bool:
 
 
 def _reduce_layer(ctx, x, axes, keep, op, shape, n):
-    ctx.report.decomposition(f"Reduce{op.name}", "one Reduce layer")
     y = ctx.b.reduce(x, axes, keep, op, n if not keep else f"{n}_reduce")
     return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
 
@@ -80,7 +79,7 @@ def _mean_based(pre, scale_by_count, post):
 
 
 _AXES = needs_const(1, what="axes")
-_R = "Reduce (from --target 23.08)"
+_R = "Reduce"  # (from --target 23.08)
 register("ReduceMean", since=1, layers=("Mean", _R), check=_AXES)(_mean_based(None, False, None))
 register("ReduceSum", since=1, layers=("Mean", "Activation", _R), check=_AXES)(_mean_based(None, True, None))
 register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R), check=_AXES)(

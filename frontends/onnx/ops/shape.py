@@ -267,7 +267,8 @@ def pad(ctx, node):
     return x
 
 
-@register("Tile", since=6, layers=("Merger", "Tile (from --target 23.08)"), check=needs_const(1, what="repeats"))
+@register("Tile", since=6, layers=("Merger", "Tile"), check=needs_const(1, what="repeats"),
+          notes="a Tile layer from --target 23.08 (float and quantized), else copies joined by Mergers")
 def tile(ctx, node):
     x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
     reps = [int(r) for r in ctx.const(node, 1, "repeats").reshape(-1)]

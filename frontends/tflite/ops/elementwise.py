@@ -6,6 +6,7 @@ import numpy as np
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as LT
+from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, safe_constant
 
@@ -262,10 +263,14 @@ def floor(ctx, op):
     ctx.set(op, 0, ctx.nb.add(LT.Floor, ctx.name(op), [ctx.port(op.inputs[0])]))
 
 
-@REGISTRY.register("CEIL", since=1, until=1, check=_float_only, layers=("Activation", "Floor"),
-                   notes="-floor(-x)")
+@REGISTRY.register("CEIL", since=1, until=1, check=_float_only,
+                   layers=("Activation", "Floor", "ElementwiseUnary"),
+                   notes="before --target 23.08: -floor(-x)")
 def ceil(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
+    if nb.g.target.has(UnaryOperation.Ceil):  # one exact layer
+        ctx.set(op, 0, nb.unary(ctx.port(op.inputs[0]), UnaryOperation.Ceil, name))
+        return
     y = nb.add(LT.Floor, f"{name}_floor", [nb.linear(ctx.port(op.inputs[0]), -1.0, 0.0, f"{name}_negate")])
     ctx.set(op, 0, nb.linear(y, -1.0, 0.0, name))
 

@@ -60,7 +60,7 @@ def _reduce(fn, op_kind=None):
     return convert
 
 
-_R = "Reduce (from --target 23.08)"
+_R = "Reduce"  # (from --target 23.08)
 
 
 @REGISTRY.register("MEAN", since=1, until=3, check=_check_reduce, layers=("Mean", _R))

@@ -423,7 +423,7 @@ def mirror_pad(ctx, op):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("TILE", since=1, until=3, layers=("Merger", "Tile (from --target 23.08)"))
+@REGISTRY.register("TILE", since=1, until=3, layers=("Merger", "Tile"))
 def tile(ctx, op):
     mult = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     if any(m < 0 for m in mult):
