@@ -39,7 +39,7 @@ LAYOUT_LAYERS = frozenset({
     LayerType.Convolution2d, LayerType.DepthwiseConvolution2d, LayerType.Pooling2d,
     LayerType.L2Normalization, LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd,
     LayerType.Normalization, LayerType.BatchNormalization, LayerType.ResizeBilinear,
-    LayerType.StridedSlice, LayerType.Resize,
+    LayerType.StridedSlice, LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace,
 })
 
 IN_Q = (0.04, 110)   # quantization of QuantisedAsymm8 test inputs
@@ -495,7 +495,23 @@ def build_pad_target(m, variant):
     m.out("y5", m.g.add(LayerType.Pad, "mirror5", [x5], d5).out())
 
 
+def build_depth_space(m, ltype):
+    """SpaceToDepth and DepthToSpace, blocks 2 and 3."""
+    from armnn_import.ir.descriptors import DepthToSpaceDescriptor, SpaceToDepthDescriptor
+    if ltype == LayerType.SpaceToDepth:
+        x = m.input("x", m.nchw(2, 3, 6, 12))
+        for b in (2, 3):
+            l = m.g.add(ltype, f"s2d{b}", [x], SpaceToDepthDescriptor(b, m.layout))
+            m.out(f"y{b}", l.out())
+    else:
+        x = m.input("x", m.nchw(2, 36, 2, 3))
+        for b in (2, 3):
+            m.out(f"y{b}", m.g.add(ltype, f"d2s{b}", [x], DepthToSpaceDescriptor(b, m.layout)).out())
+
+
 BUILDERS = {
+    LayerType.SpaceToDepth: lambda m: build_depth_space(m, LayerType.SpaceToDepth),
+    LayerType.DepthToSpace: lambda m: build_depth_space(m, LayerType.DepthToSpace),
     LayerType.Concat: build_concat, LayerType.Transpose: build_transpose, LayerType.Resize: build_resize_layer,
     LayerType.Quantize: build_quantize, LayerType.Dequantize: build_dequantize,
     LayerType.Input: build_input, LayerType.Output: build_input,

@@ -53,6 +53,10 @@ REFERENCE = {
     "tflite/ops/transpose.float32.tflite": {r: {L.Transpose: 1} for r in RICH},
     "tflite/ops/transpose_3d.int8.tflite": {r: {L.Transpose: 1} for r in RICH},
     "tflite/ops/concatenation.uint8.tflite": {r: {L.Concat: 1} for r in RICH},
+    "tflite/ops/depth_to_space.float32.tflite": {r: {L.DepthToSpace: 1} for r in RICH},
+    "tflite/ops/depth_to_space.uint8.tflite": {r: {L.DepthToSpace: 1} for r in RICH},
+    "tflite/ops/space_to_depth.float32.tflite": {r: {L.SpaceToDepth: 1} for r in RICH},
+    "tflite/ops/space_to_depth.int8.tflite": {r: {L.SpaceToDepth: 1} for r in RICH},
 }
 
 
@@ -225,3 +229,18 @@ def test_onnx_transpose_and_concat(release, armnn_runner_for):
     net = check(armnn_runner_for(release), m, _feeds((2, 3, 4, 5), 5), target=release).network
     assert dict(_types(net)) == {L.Transpose: 1, L.Concat: 1}
     assert [tuple(l.desc.dim_mappings) for l in net.layers if l.type == L.Transpose] == [(2, 0, 3, 1)]
+
+
+@pytest.mark.parametrize("release", RICH)
+@pytest.mark.parametrize("op, mode, shape, out, direct", [
+    ("DepthToSpace", "DCR", [2, 12, 2, 3], [2, 3, 4, 6], True),
+    ("DepthToSpace", "CRD", [2, 12, 2, 3], [2, 3, 4, 6], False),  # (Arm NN's channel order is DCR)
+    ("SpaceToDepth", None, [2, 3, 4, 6], [2, 12, 2, 3], True),
+])
+def test_onnx_depth_space(op, mode, shape, out, direct, release, armnn_runner_for):
+    kw = {"blocksize": 2, **({"mode": mode} if mode else {})}
+    m = _model([helper.make_node(op, ["x"], ["y"], **kw)], shape, out)
+    net = check(armnn_runner_for(release), m, _feeds(shape, 6), target=release).network
+    want = L.DepthToSpace if op == "DepthToSpace" else L.SpaceToDepth
+    assert (dict(_types(net)) == {want: 1}) == direct
+

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.types import LayerType, ResizeMethod
 from .layers import _from_nchw, _input_nchw, layer_fn, merger
-from .numeric import F32, encode
+from .numeric import F32, decode, encode
 
 # ConcatLayer is the 19.02 MergerLayer under its later name (one ParseConcat, one workload)
 layer_fn(LayerType.Concat)(merger)
@@ -82,3 +82,23 @@ def resize(layer, ins, infos):
     top = lerp(x[:, :, y0][:, :, :, x0], x[:, :, y0][:, :, :, x1], xw)
     bottom = lerp(x[:, :, y1][:, :, :, x0], x[:, :, y1][:, :, :, x1], xw)
     return [encode(_from_nchw(lerp(top, bottom, yw), d.data_layout), out_info)]
+
+
+@layer_fn(LayerType.SpaceToDepth, LayerType.DepthToSpace)
+def depth_space(layer, ins, infos):
+    """SpaceToDepth.cpp: output channel (shiftH * b + shiftW) * C + c takes input (c, h * b + shiftH,
+    w * b + shiftW); DepthToSpace.cpp is its inverse (the channel blocks in DCR order), in both
+    layouts. SpaceToDepth decodes and encodes, DepthToSpace copies bytes."""
+    d, out_info = layer.desc, layer.outputs[0]
+    b = d.block_size
+    x = ins[0] if d.data_layout.name == "NCHW" else ins[0].transpose(0, 3, 1, 2)
+    n, c, h, w = x.shape
+    if layer.type == LayerType.SpaceToDepth:
+        y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
+    else:
+        co = c // (b * b)
+        y = x.reshape(n, b, b, co, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, co, h * b, w * b)
+    y = np.ascontiguousarray(y if d.data_layout.name == "NCHW" else y.transpose(0, 2, 3, 1))
+    if layer.type == LayerType.SpaceToDepth:
+        y = encode(decode(y, infos[0]), out_info)
+    return [y]

@@ -279,6 +279,18 @@ class ResizeDescriptor:
     half_pixel_centers: bool = False
 
 
+@dataclass
+class SpaceToDepthDescriptor:
+    block_size: int = 0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class DepthToSpaceDescriptor:
+    block_size: int = 0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -339,6 +351,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Concat: LayerKind("ConcatLayer", OriginsDescriptor, (), since="20.08"),
     LayerType.Transpose: LayerKind("TransposeLayer", TransposeDescriptor, (), since="20.08"),
     LayerType.Resize: LayerKind("ResizeLayer", ResizeDescriptor, (), since="20.08"),
+    LayerType.SpaceToDepth: LayerKind("SpaceToDepthLayer", SpaceToDepthDescriptor, (), since="20.08"),
+    LayerType.DepthToSpace: LayerKind("DepthToSpaceLayer", DepthToSpaceDescriptor, (), since="20.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

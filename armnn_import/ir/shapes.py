@@ -257,6 +257,27 @@ def _transpose(layer, ins):
 _RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize})
 
 
+def _depth_space(layer, ins):
+    """SpaceToDepth: blocks of H and W into the channels (C * b * b, H / b, W / b); DepthToSpace back."""
+    d, x = layer.desc, list(ins[0].shape)
+    c, h, w = hw_axes(d.data_layout)
+    b = d.block_size
+    if len(x) != 4 or b < 1:
+        raise GraphError(f"{layer.name}: needs a 4-D input and a block size >= 1, got {x} and {b}")
+    if layer.type == LayerType.SpaceToDepth:
+        if x[h] % b or x[w] % b:
+            raise GraphError(f"{layer.name}: spatial size {x[h]}x{x[w]} is not divisible by block {b}")
+        x[c], x[h], x[w] = x[c] * b * b, x[h] // b, x[w] // b
+    else:
+        if x[c] % (b * b):
+            raise GraphError(f"{layer.name}: {x[c]} channels are not divisible by block {b}x{b}")
+        x[c], x[h], x[w] = x[c] // (b * b), x[h] * b, x[w] * b
+    return [ins[0].with_shape(x)]
+
+
+_RULES.update({LayerType.SpaceToDepth: _depth_space, LayerType.DepthToSpace: _depth_space})
+
+
 def infer_outputs(layer) -> list[TensorInfo]:
     """The output TensorInfos of `layer` given its inputs' (raises GraphError)."""
     if layer.type == LayerType.Input:

@@ -137,6 +137,8 @@ class LayerType(IntEnum):
     Concat = 39
     Resize = 43
     Transpose = 55
+    SpaceToDepth = 40
+    DepthToSpace = 49
 
 
 class ArgMinMaxFunction(IntEnum):

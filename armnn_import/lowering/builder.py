@@ -528,6 +528,14 @@ class NetBuilder:
         d = D.ResizeDescriptor(int(size[0]), int(size[1]), method, layout, align_corners, half_pixel_centers)
         return self.add(LayerType.Resize, name, [x], d, quant=quant)
 
+    def space_to_depth(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
+        """ONNX SpaceToDepth / TFLite SPACE_TO_DEPTH (channel (i * b + j) * C + c) as one layer."""
+        return self.add(LayerType.SpaceToDepth, name, [x], D.SpaceToDepthDescriptor(int(block), layout))
+
+    def depth_to_space(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
+        """ONNX DepthToSpace in DCR mode / TFLite DEPTH_TO_SPACE as one layer."""
+        return self.add(LayerType.DepthToSpace, name, [x], D.DepthToSpaceDescriptor(int(block), layout))
+
 
 def _per_channel(c: np.ndarray, rank: int, axis: int):
     """c's values per channel if c varies only along `axis` of a rank-`rank` tensor."""

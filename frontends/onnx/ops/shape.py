@@ -380,7 +380,11 @@ def _block_check(node, ctx):
     return None
 
 
-@register("DepthToSpace", since=1, layers=("Reshape", "Permute", "BatchToSpaceNd"), check=_block_check)
+_DEPTH_SPACE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)  # CpuRef's
+
+
+@register("DepthToSpace", since=1, layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
+          check=_block_check, notes="DCR mode as one DepthToSpace from the 20.08 format on")
 def depth_to_space(ctx, node):
     x, nm = ctx.port(node, 0, dtypes=None), ctx.name(node)
     if x.info.rank != 4:
@@ -390,6 +394,9 @@ def depth_to_space(ctx, node):
     if bs < 1 or c % (bs * bs):
         raise Unsupported(f"{c} channels are not divisible by blocksize^2 = {bs * bs}")
     co = c // (bs * bs)
+    if ctx.attr(node, "mode", "DCR") == "DCR" and ctx.b.target.has(L.DepthToSpace) \
+            and x.info.dtype in _DEPTH_SPACE_TYPES:  # DepthToSpace.cpp: channel (i*bs + j)*co + c
+        return ctx.b.depth_to_space(x, bs, nm)
     ctx.report.decomposition("DepthToSpace", "Reshape, Permute (blocks to the batch axis), BatchToSpaceNd")
     if ctx.attr(node, "mode", "DCR") == "DCR":  # channel = (i*bs + j)*co + c
         y = ctx.b.reshape(x, (n, bs * bs, co * h * w), f"{nm}_blocks")
@@ -401,7 +408,8 @@ def depth_to_space(ctx, node):
     return ctx.b.add(L.BatchToSpaceNd, nm, [y], D.BatchToSpaceNdDescriptor((bs, bs), (0, 0, 0, 0), DataLayout.NCHW))
 
 
-@register("SpaceToDepth", since=1, layers=("SpaceToBatchNd", "Reshape", "Permute"), check=_block_check)
+@register("SpaceToDepth", since=1, layers=("SpaceToBatchNd", "Reshape", "Permute", "SpaceToDepth"),
+          check=_block_check, notes="one SpaceToDepth from the 20.08 format on")
 def space_to_depth(ctx, node):
     x, nm = ctx.port(node, 0, dtypes=None), ctx.name(node)
     if x.info.rank != 4:
@@ -410,6 +418,8 @@ def space_to_depth(ctx, node):
     n, c, h, w = x.info.shape
     if bs < 1 or h % bs or w % bs:
         raise Unsupported(f"spatial size {h}x{w} is not divisible by blocksize {bs}")
+    if ctx.b.target.has(L.SpaceToDepth) and x.info.dtype in _DEPTH_SPACE_TYPES:
+        return ctx.b.space_to_depth(x, bs, nm)  # SpaceToDepth.cpp: channel (i*bs + j)*c + k (ONNX's)
     ctx.report.decomposition("SpaceToDepth", "SpaceToBatchNd, Permute (blocks to the channel axis), Reshape")
     y = ctx.b.add(L.SpaceToBatchNd, f"{nm}_s2b", [x],
                   D.SpaceToBatchNdDescriptor((bs, bs), (0, 0, 0, 0), DataLayout.NCHW))

@@ -576,7 +576,8 @@ def _check_4d(op, ctx):
 
 
 @REGISTRY.register("DEPTH_TO_SPACE", since=1, until=2, check=_check_4d,
-                   layers=("Reshape", "Permute", "BatchToSpaceNd"))
+                   layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
+                   notes="one DepthToSpace from the 20.08 format on")
 def depth_to_space(ctx, op):
     nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
@@ -584,6 +585,9 @@ def depth_to_space(ctx, op):
     if b < 1 or c % (b * b):
         raise Unsupported(f"{c} channels do not divide by block {b}x{b}")
     c2 = c // (b * b)
+    if nb.target.has(LayerType.DepthToSpace) and x.info.dtype != DataType.Signed32:  # DepthToSpace.cpp (NHWC): channel (i*b + j)*c2 + c, LiteRT's
+        ctx.set(op, 0, nb.depth_to_space(x, b, name, DataLayout.NHWC))
+        return
     y = nb.reshape(x, (n, h * w, b * b, c2), f"{name}_blocks")
     y = nb.permute(y, (2, 0, 1, 3), f"{name}_to_batch")
     y = nb.reshape(y, (b * b * n, h, w, c2), f"{name}_batch")
@@ -591,13 +595,17 @@ def depth_to_space(ctx, op):
 
 
 @REGISTRY.register("SPACE_TO_DEPTH", since=1, until=2, check=_check_4d,
-                   layers=("SpaceToBatchNd", "Reshape", "Permute"))
+                   layers=("SpaceToBatchNd", "Reshape", "Permute", "SpaceToDepth"),
+                   notes="one SpaceToDepth from the 20.08 format on")
 def space_to_depth(ctx, op):
     nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     if b < 1 or h % b or w % b:
         raise Unsupported(f"spatial size {h}x{w} does not divide by block {b}")
+    if nb.target.has(LayerType.SpaceToDepth) and x.info.dtype != DataType.Signed32:  # SpaceToDepth.cpp: channel (i*b + j)*c + k, LiteRT's
+        ctx.set(op, 0, nb.space_to_depth(x, b, name, DataLayout.NHWC))
+        return
     y = _s2b(nb, x, (b, b), (0, 0, 0, 0), f"{name}_s2b")
     y = nb.reshape(y, (b * b, n, (h // b) * (w // b), c), f"{name}_blocks")
     y = nb.permute(y, (1, 2, 0, 3), f"{name}_to_depth")
