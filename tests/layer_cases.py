@@ -40,6 +40,7 @@ LAYOUT_LAYERS = frozenset({
     LayerType.L2Normalization, LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd,
     LayerType.Normalization, LayerType.BatchNormalization, LayerType.ResizeBilinear,
     LayerType.StridedSlice, LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace,
+    LayerType.InstanceNormalization,
 })
 
 IN_Q = (0.04, 110)   # quantization of QuantisedAsymm8 test inputs
@@ -509,7 +510,16 @@ def build_depth_space(m, ltype):
             m.out(f"y{b}", m.g.add(ltype, f"d2s{b}", [x], DepthToSpaceDescriptor(b, m.layout)).out())
 
 
+def build_instance_norm(m):
+    from armnn_import.ir.descriptors import InstanceNormalizationDescriptor
+    x = m.input("x", m.nchw(2, 3, 5, 7))
+    for name, gamma, beta, eps in (("plain", 1.0, 0.0, 1e-5), ("affine", 0.75, -0.5, 1e-3)):
+        d = InstanceNormalizationDescriptor(gamma, beta, eps, m.layout)
+        m.out(f"y_{name}", m.g.add(LayerType.InstanceNormalization, name, [x], d).out())
+
+
 BUILDERS = {
+    LayerType.InstanceNormalization: build_instance_norm,
     LayerType.SpaceToDepth: lambda m: build_depth_space(m, LayerType.SpaceToDepth),
     LayerType.DepthToSpace: lambda m: build_depth_space(m, LayerType.DepthToSpace),
     LayerType.Concat: build_concat, LayerType.Transpose: build_transpose, LayerType.Resize: build_resize_layer,
@@ -638,6 +648,7 @@ SIGNED32_LAYERS = frozenset({
 BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, LayerType.Greater,
                             LayerType.Comparison})
 UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
+UNSUPPORTED[(LayerType.InstanceNormalization, None, QA8, None)] = _no_type(LayerType.InstanceNormalization, QA8)
 for _dt in (F32, F16):  # RefLayerSupport::IsDequantizeSupported: quantized inputs only
     UNSUPPORTED[(LayerType.Dequantize, None, _dt, None)] = _no_type(LayerType.Dequantize, _dt)
 for _lt in LayerType:

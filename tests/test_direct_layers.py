@@ -244,3 +244,19 @@ def test_onnx_depth_space(op, mode, shape, out, direct, release, armnn_runner_fo
     want = L.DepthToSpace if op == "DepthToSpace" else L.SpaceToDepth
     assert (dict(_types(net)) == {want: 1}) == direct
 
+
+@pytest.mark.parametrize("release", RICH)
+@pytest.mark.parametrize("shape, uniform", [([2, 3, 5, 7], False), ([2, 3, 5, 7], True), ([2, 4, 9], False),
+                                            ([1, 2, 3, 4, 5], True)])
+def test_onnx_instance_normalization(shape, uniform, release, armnn_runner_for):
+    c = shape[1]
+    rng = np.random.default_rng(7)
+    scale = np.full(c, 0.75, np.float32) if uniform else rng.uniform(0.5, 2, c).astype(np.float32)
+    bias = np.full(c, -0.25, np.float32) if uniform else rng.standard_normal(c).astype(np.float32)
+    inits = [helper.make_tensor("s", TensorProto.FLOAT, [c], scale), helper.make_tensor("b", TensorProto.FLOAT, [c], bias)]
+    m = _model([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)], shape, shape, inits)
+    net = check(armnn_runner_for(release), m, _feeds(shape, 8), target=release).network
+    types = _types(net)
+    assert types[L.InstanceNormalization] == 1 and not types[L.Mean] and not types[L.Rsqrt]
+    assert types[L.BatchNormalization] == (0 if uniform else 1)
+

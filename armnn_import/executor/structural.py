@@ -102,3 +102,20 @@ def depth_space(layer, ins, infos):
     if layer.type == LayerType.SpaceToDepth:
         y = encode(decode(y, infos[0]), out_info)
     return [y]
+
+
+@layer_fn(LayerType.InstanceNormalization)
+def instance_normalization(layer, ins, infos):
+    """InstanceNorm.cpp: per batch and channel, the mean and the (biased) variance over H and W,
+    each a float32 sum in row-major order, then (x - mean) * gamma / sqrt(var + eps) + beta."""
+    from .layers import _seq_sum
+    d, out_info = layer.desc, layer.outputs[0]
+    x = _input_nchw(layer, ins, infos)
+    n, c, h, w = x.shape
+    flat = x.reshape(n, c, h * w)
+    count = F32(h * w)
+    with np.errstate(all="ignore"):
+        mean = (_seq_sum(flat, 2) / count)[..., None]
+        var = (_seq_sum((flat - mean) * (flat - mean), 2) / count)[..., None]
+        y = (flat - mean) * F32(d.gamma) / np.sqrt(var + F32(d.eps)) + F32(d.beta)
+    return [encode(_from_nchw(y.reshape(n, c, h, w).astype(F32), d.data_layout), out_info)]

@@ -291,6 +291,14 @@ class DepthToSpaceDescriptor:
     data_layout: DataLayout = DataLayout.NHWC
 
 
+@dataclass
+class InstanceNormalizationDescriptor:
+    gamma: float = 0.0
+    beta: float = 0.0
+    eps: float = 0.0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -353,6 +361,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Resize: LayerKind("ResizeLayer", ResizeDescriptor, (), since="20.08"),
     LayerType.SpaceToDepth: LayerKind("SpaceToDepthLayer", SpaceToDepthDescriptor, (), since="20.08"),
     LayerType.DepthToSpace: LayerKind("DepthToSpaceLayer", DepthToSpaceDescriptor, (), since="20.08"),
+    LayerType.InstanceNormalization: LayerKind("InstanceNormalizationLayer", InstanceNormalizationDescriptor, (),
+                                               since="20.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

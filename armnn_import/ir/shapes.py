@@ -275,7 +275,8 @@ def _depth_space(layer, ins):
     return [ins[0].with_shape(x)]
 
 
-_RULES.update({LayerType.SpaceToDepth: _depth_space, LayerType.DepthToSpace: _depth_space})
+_RULES.update({LayerType.SpaceToDepth: _depth_space, LayerType.DepthToSpace: _depth_space,
+               LayerType.InstanceNormalization: _same})
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -139,6 +139,7 @@ class LayerType(IntEnum):
     Transpose = 55
     SpaceToDepth = 40
     DepthToSpace = 49
+    InstanceNormalization = 50
 
 
 class ArgMinMaxFunction(IntEnum):

@@ -502,5 +502,9 @@ def _pad(layer, ins):
     return []
 
 
+def _four_d(layer, ins):
+    return [] if ins[0].rank == 4 else [f"needs a 4-D input, got {ins[0].shape}"]
+
+
 _RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize,
-               LayerType.Pad: _pad})
+               LayerType.Pad: _pad, LayerType.InstanceNormalization: _four_d})

@@ -532,6 +532,12 @@ class NetBuilder:
         """ONNX SpaceToDepth / TFLite SPACE_TO_DEPTH (channel (i * b + j) * C + c) as one layer."""
         return self.add(LayerType.SpaceToDepth, name, [x], D.SpaceToDepthDescriptor(int(block), layout))
 
+    def instance_norm(self, x: Port, eps: float, name: str, gamma: float = 1.0, beta: float = 0.0,
+                      layout: DataLayout = DataLayout.NCHW) -> Port:
+        """(x - mean) * gamma / sqrt(var + eps) + beta over H and W of each channel (InstanceNorm.cpp)."""
+        d = D.InstanceNormalizationDescriptor(float(gamma), float(beta), float(eps), layout)
+        return self.add(LayerType.InstanceNormalization, name, [x], d)
+
     def depth_to_space(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
         """ONNX DepthToSpace in DCR mode / TFLite DEPTH_TO_SPACE as one layer."""
         return self.add(LayerType.DepthToSpace, name, [x], D.DepthToSpaceDescriptor(int(block), layout))
