@@ -13,6 +13,8 @@ from ..registry import needs_const, register
 from ..context import MAX_RANK, check_size
 from .common import axes_input, binary, norm_axes, repeat
 
+# What CpuRef's Pad, Resize, SpaceToDepth and DepthToSpace take (RefLayerSupport: no Signed32 or Boolean)
+_DEPTH_SPACE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
 MAX_SLICE_GATHER = 16  # constant-index gathers with more runs than this use a one-hot FullyConnected
 
 
@@ -217,7 +219,7 @@ def pad(ctx, node):
         shape = x.info.shape
     if mode == "constant" and value != 0 and ctx.b.target.at_least("20.08"):
         return ctx.b.pad(x, list(zip(before, after)), n, value=value)  # PadDescriptor.padValue
-    if mode == "reflect" and ctx.b.target.at_least("23.08"):
+    if mode == "reflect" and ctx.b.target.at_least("23.08") and x.info.dtype in _DEPTH_SPACE_TYPES:
         if any(v > d - 1 for d, lo, hi in zip(shape, before, after) for v in (lo, hi)):
             raise Unsupported(f"reflect padding {list(zip(before, after))} of a {list(shape)} tensor "
                               "(at most the dimension - 1)")
@@ -380,7 +382,6 @@ def _block_check(node, ctx):
     return None
 
 
-_DEPTH_SPACE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)  # CpuRef's
 
 
 @register("DepthToSpace", since=1, layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
@@ -418,7 +419,8 @@ def space_to_depth(ctx, node):
     n, c, h, w = x.info.shape
     if bs < 1 or h % bs or w % bs:
         raise Unsupported(f"spatial size {h}x{w} is not divisible by blocksize {bs}")
-    if ctx.b.target.has(L.SpaceToDepth) and x.info.dtype in _DEPTH_SPACE_TYPES:
+    if ctx.b.target.has(L.SpaceToDepth) and x.info.dtype in _DEPTH_SPACE_TYPES \
+            and ctx.attr(node, "mode", "DCR") == "DCR":
         return ctx.b.space_to_depth(x, bs, nm)  # SpaceToDepth.cpp: channel (i*bs + j)*c + k (ONNX's)
     ctx.report.decomposition("SpaceToDepth", "SpaceToBatchNd, Permute (blocks to the channel axis), Reshape")
     y = ctx.b.add(L.SpaceToBatchNd, f"{nm}_s2b", [x],

@@ -391,7 +391,7 @@ def mirror_pad(ctx, op):
         n = y.info.shape[axis]
         if before + edge > n or after + edge > n:
             raise Unsupported(f"padding {before, after} is larger than dimension {axis} ({n})")
-    if nb.target.at_least("23.08"):  # one Pad layer (PaddingMode, MirrorPad.cpp)
+    if nb.target.at_least("23.08") and y.info.dtype != DataType.Signed32:  # one Pad (MirrorPad.cpp)
         mode = PaddingMode.Symmetric if symmetric else PaddingMode.Reflect
         ctx.set(op, 0, nb.mirror_pad(y, pads, mode, name))
         return
