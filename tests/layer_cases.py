@@ -518,7 +518,19 @@ def build_instance_norm(m):
         m.out(f"y_{name}", m.g.add(LayerType.InstanceNormalization, name, [x], d).out())
 
 
+def build_stack(m):
+    from armnn_import.ir.descriptors import StackDescriptor
+    a, b = m.input("a", (2, 3, 4, 5)), m.input("b", (2, 3, 4, 5), q=(0.05, 90))
+    for axis in (0, 2, 4):
+        l = m.g.add(LayerType.Stack, f"stack{axis}", [a, b], StackDescriptor(axis, 2, (2, 3, 4, 5)),
+                    quant=q(m, 0.05, 110))
+        m.out(f"y{axis}", l.out())
+    c = [m.input(f"c{i}", (3, 7)) for i in range(3)]
+    m.out("y2d", m.g.add(LayerType.Stack, "stack2d", c, StackDescriptor(1, 3, (3, 7))).out())
+
+
 BUILDERS = {
+    LayerType.Stack: build_stack,
     LayerType.InstanceNormalization: build_instance_norm,
     LayerType.SpaceToDepth: lambda m: build_depth_space(m, LayerType.SpaceToDepth),
     LayerType.DepthToSpace: lambda m: build_depth_space(m, LayerType.DepthToSpace),
@@ -649,6 +661,10 @@ BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, 
                             LayerType.Comparison})
 UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
 UNSUPPORTED[(LayerType.InstanceNormalization, None, QA8, None)] = _no_type(LayerType.InstanceNormalization, QA8)
+for _dt in (F16, QA8):  # (the converters stack on axis 0 only in Float32 for the 20.08 target)
+    UNSUPPORTED[(LayerType.Stack, None, _dt, None)] = (
+        "20.08's RefStackWorkload copies an axis-0 stack as float32 words, past the end of smaller types",
+        "fatal signal")
 for _dt in (F32, F16):  # RefLayerSupport::IsDequantizeSupported: quantized inputs only
     UNSUPPORTED[(LayerType.Dequantize, None, _dt, None)] = _no_type(LayerType.Dequantize, _dt)
 for _lt in LayerType:
@@ -700,6 +716,9 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Pooling2d, "L2", None, None): ("pass", "the 23.08 deserializer reads L2 pooling"),
     (LayerType.Merger, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
     (LayerType.Concat, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
+    (LayerType.Stack, None, S32, None): ("pass", "23.08's CpuRef stacks Signed32"),
+    (LayerType.Stack, None, F16, None): ("pass", "23.08's RefStackWorkload has no float32 copy for axis 0"),
+    (LayerType.Stack, None, QA8, None): ("pass", "23.08's RefStackWorkload has no float32 copy for axis 0"),
     (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
     (LayerType.Dequantize, None, F16, None): ("pass", "23.08's CpuRef dequantizes (converts) Float16"),
     (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),

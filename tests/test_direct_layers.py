@@ -53,6 +53,8 @@ REFERENCE = {
     "tflite/ops/transpose.float32.tflite": {r: {L.Transpose: 1} for r in RICH},
     "tflite/ops/transpose_3d.int8.tflite": {r: {L.Transpose: 1} for r in RICH},
     "tflite/ops/concatenation.uint8.tflite": {r: {L.Concat: 1} for r in RICH},
+    "tflite/ops/pack.float32.tflite": {r: {L.Stack: 1} for r in RICH},
+    "tflite/ops/pack.uint8.tflite": {r: {L.Stack: 1} for r in RICH},
     "tflite/ops/depth_to_space.float32.tflite": {r: {L.DepthToSpace: 1} for r in RICH},
     "tflite/ops/depth_to_space.uint8.tflite": {r: {L.DepthToSpace: 1} for r in RICH},
     "tflite/ops/space_to_depth.float32.tflite": {r: {L.SpaceToDepth: 1} for r in RICH},

@@ -119,3 +119,10 @@ def instance_normalization(layer, ins, infos):
         var = (_seq_sum((flat - mean) * (flat - mean), 2) / count)[..., None]
         y = (flat - mean) * F32(d.gamma) / np.sqrt(var + F32(d.eps)) + F32(d.beta)
     return [encode(_from_nchw(y.reshape(n, c, h, w).astype(F32), d.data_layout), out_info)]
+
+
+@layer_fn(LayerType.Stack)
+def stack(layer, ins, infos):
+    """Stack.cpp: every input decoded and encoded into the output along the new axis."""
+    values = [decode(x, i) for x, i in zip(ins, infos)]
+    return [encode(np.stack(values, axis=layer.desc.axis), layer.outputs[0])]

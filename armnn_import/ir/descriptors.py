@@ -299,6 +299,13 @@ class InstanceNormalizationDescriptor:
     data_layout: DataLayout = DataLayout.NHWC
 
 
+@dataclass
+class StackDescriptor:
+    axis: int = 0
+    num_inputs: int = 0
+    input_shape: tuple[int, ...] = _tuple()
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -363,6 +370,7 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.DepthToSpace: LayerKind("DepthToSpaceLayer", DepthToSpaceDescriptor, (), since="20.08"),
     LayerType.InstanceNormalization: LayerKind("InstanceNormalizationLayer", InstanceNormalizationDescriptor, (),
                                                since="20.08"),
+    LayerType.Stack: LayerKind("StackLayer", StackDescriptor, (), since="20.08"),
 }
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

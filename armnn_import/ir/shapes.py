@@ -18,6 +18,7 @@ NUM_INPUTS.update({t: 2 for t in BINARY_LAYERS})
 NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 2,
                    LayerType.Merger: None, LayerType.Comparison: 2})
 NUM_INPUTS[LayerType.Concat] = None
+NUM_INPUTS[LayerType.Stack] = None
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
 
@@ -277,6 +278,19 @@ def _depth_space(layer, ins):
 
 _RULES.update({LayerType.SpaceToDepth: _depth_space, LayerType.DepthToSpace: _depth_space,
                LayerType.InstanceNormalization: _same})
+
+
+def _stack(layer, ins):
+    """StackLayer::InferOutputShapes: input_shape with num_inputs inserted at axis."""
+    d = layer.desc
+    shape = tuple(d.input_shape)
+    if d.num_inputs != len(ins) or any(i.shape != shape for i in ins) or not 0 <= d.axis <= len(shape):
+        raise GraphError(f"{layer.name}: Stack of {d.num_inputs} inputs of shape {shape} on axis {d.axis}, "
+                         f"got inputs {[i.shape for i in ins]}")
+    return [ins[0].with_shape(shape[:d.axis] + (len(ins),) + shape[d.axis:])]
+
+
+_RULES[LayerType.Stack] = _stack
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -140,6 +140,7 @@ class LayerType(IntEnum):
     SpaceToDepth = 40
     DepthToSpace = 49
     InstanceNormalization = 50
+    Stack = 44
 
 
 class ArgMinMaxFunction(IntEnum):

@@ -508,3 +508,14 @@ def _four_d(layer, ins):
 
 _RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize,
                LayerType.Pad: _pad, LayerType.InstanceNormalization: _four_d})
+
+
+def _stack_rule(layer, ins):
+    if ins[0].rank > 4:  # Stack.cpp indexes at most 4 input dimensions
+        return [f"stacks {ins[0].rank}-D inputs; Arm NN's Stack takes at most 4-D"]
+    if len({i.dtype for i in ins}) > 1:
+        return [f"inputs mix data types {[i.dtype.name for i in ins]}; Arm NN needs them equal"]
+    return []
+
+
+_RULES[LayerType.Stack] = _stack_rule

@@ -538,6 +538,12 @@ class NetBuilder:
         d = D.InstanceNormalizationDescriptor(float(gamma), float(beta), float(eps), layout)
         return self.add(LayerType.InstanceNormalization, name, [x], d)
 
+    def stack(self, xs: list[Port], axis: int, name: str, quant=None) -> Port:
+        """numpy.stack(xs, axis) as one Stack layer (inputs of one shape, at most 4-D)."""
+        shape = xs[0].info.shape
+        d = D.StackDescriptor(int(axis) % (len(shape) + 1), len(xs), shape)
+        return self.add(LayerType.Stack, name, xs, d, quant=quant)
+
     def depth_to_space(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
         """ONNX DepthToSpace in DCR mode / TFLite DEPTH_TO_SPACE as one layer."""
         return self.add(LayerType.DepthToSpace, name, [x], D.DepthToSpaceDescriptor(int(block), layout))

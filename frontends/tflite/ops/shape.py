@@ -174,7 +174,8 @@ def concatenation(ctx, op):
     ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), ctx.name(op), q))
 
 
-@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger"))
+@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger", "Stack"),
+                   notes="one Stack from the 20.08 format on")
 def pack(ctx, op):
     axis = op.options.get("axis", 0)
     if _all_const(ctx, op):
@@ -183,6 +184,14 @@ def pack(ctx, op):
         return
     rank = len(ctx.shape(op.inputs[0])) + 1
     axis = _axis(axis, rank)
+    if ctx.nb.target.has(LayerType.Stack) and not any(ctx.is_const(i) for i in op.inputs) and len(op.inputs) > 1:
+        ports = [ctx.port(i) for i in op.inputs]
+        dt, rich = ports[0].info.dtype, ctx.nb.target.at_least("23.08")
+        # CpuRef's Stack types; 20.08's RefStackWorkload copies an axis-0 stack as float32 words
+        if rank <= 5 and len({p.info.shape for p in ports}) == 1 and dt != DataType.Boolean \
+                and (rich or (dt != DataType.Signed32 and (axis or dt == DataType.Float32))):
+            ctx.set(op, 0, ctx.nb.stack(ports, axis, ctx.name(op), quant=ctx.out_quant(op)))
+            return
     items = []
     for k, i in enumerate(op.inputs):
         if ctx.is_const(i):
