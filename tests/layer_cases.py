@@ -42,7 +42,8 @@ LAYOUT_LAYERS = frozenset({
     LayerType.Convolution2d, LayerType.DepthwiseConvolution2d, LayerType.Pooling2d,
     LayerType.L2Normalization, LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd,
     LayerType.Normalization, LayerType.BatchNormalization, LayerType.ResizeBilinear,
-    LayerType.StridedSlice, LayerType.Resize,
+    LayerType.StridedSlice, LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace,
+    LayerType.InstanceNormalization,
 })
 
 IN_Q = (0.04, 110)   # quantization of QuantisedAsymm8 test inputs
@@ -646,7 +647,44 @@ def build_elementwise_unary_23(m, variant):
                            ElementwiseUnaryDescriptor(UnaryOperation.LogicalNot)).out())
 
 
+def build_depth_space(m, ltype):
+    """SpaceToDepth and DepthToSpace, blocks 2 and 3."""
+    from armnn_import.ir.descriptors import DepthToSpaceDescriptor, SpaceToDepthDescriptor
+    if ltype == LayerType.SpaceToDepth:
+        x = m.input("x", m.nchw(2, 3, 6, 12))
+        for b in (2, 3):
+            l = m.g.add(ltype, f"s2d{b}", [x], SpaceToDepthDescriptor(b, m.layout))
+            m.out(f"y{b}", l.out())
+    else:
+        x = m.input("x", m.nchw(2, 36, 2, 3))
+        for b in (2, 3):
+            m.out(f"y{b}", m.g.add(ltype, f"d2s{b}", [x], DepthToSpaceDescriptor(b, m.layout)).out())
+
+
+def build_instance_norm(m):
+    from armnn_import.ir.descriptors import InstanceNormalizationDescriptor
+    x = m.input("x", m.nchw(2, 3, 5, 7))
+    for name, gamma, beta, eps in (("plain", 1.0, 0.0, 1e-5), ("affine", 0.75, -0.5, 1e-3)):
+        d = InstanceNormalizationDescriptor(gamma, beta, eps, m.layout)
+        m.out(f"y_{name}", m.g.add(LayerType.InstanceNormalization, name, [x], d).out())
+
+
+def build_stack(m):
+    from armnn_import.ir.descriptors import StackDescriptor
+    a, b = m.input("a", (2, 3, 4, 5)), m.input("b", (2, 3, 4, 5), q=(0.05, 90))
+    for axis in (0, 2, 4):
+        l = m.g.add(LayerType.Stack, f"stack{axis}", [a, b], StackDescriptor(axis, 2, (2, 3, 4, 5)),
+                    quant=q(m, 0.05, 110))
+        m.out(f"y{axis}", l.out())
+    c = [m.input(f"c{i}", (3, 7)) for i in range(3)]
+    m.out("y2d", m.g.add(LayerType.Stack, "stack2d", c, StackDescriptor(1, 3, (3, 7))).out())
+
+
 BUILDERS = {
+    LayerType.Stack: build_stack,
+    LayerType.InstanceNormalization: build_instance_norm,
+    LayerType.SpaceToDepth: lambda m: build_depth_space(m, LayerType.SpaceToDepth),
+    LayerType.DepthToSpace: lambda m: build_depth_space(m, LayerType.DepthToSpace),
     LayerType.Concat: build_concat, LayerType.Transpose: build_transpose, LayerType.Resize: build_resize_layer,
     LayerType.Convolution3d: build_convolution3d, LayerType.Pooling3d: build_pooling3d,
     LayerType.Lstm: build_lstm, LayerType.UnidirectionalSequenceLstm: build_unidirectional_sequence_lstm,
@@ -793,6 +831,11 @@ BOOLEAN_LAYERS = frozenset({LayerType.Input, LayerType.Output, LayerType.Equal, 
 UNSUPPORTED[(LayerType.LogSoftmax, None, QA8, None)] = _no_type(LayerType.LogSoftmax, QA8)
 for _lt in (LayerType.Lstm, LayerType.UnidirectionalSequenceLstm):  # (QSymmS16 / QAsymmS8 LSTMs only)
     UNSUPPORTED[(_lt, None, QA8, None)] = _no_type(_lt, QA8)
+UNSUPPORTED[(LayerType.InstanceNormalization, None, QA8, None)] = _no_type(LayerType.InstanceNormalization, QA8)
+for _dt in (F16, QA8):  # (the converters stack on axis 0 only in Float32 for the 20.08 target)
+    UNSUPPORTED[(LayerType.Stack, None, _dt, None)] = (
+        "20.08's RefStackWorkload copies an axis-0 stack as float32 words, past the end of smaller types",
+        "fatal signal")
 for _dt in (F32, F16):  # RefLayerSupport::IsDequantizeSupported: quantized inputs only
     UNSUPPORTED[(LayerType.Dequantize, None, _dt, None)] = _no_type(LayerType.Dequantize, _dt)
 for _lt in LayerType:
@@ -855,6 +898,9 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Pooling2d, "L2", None, None): ("pass", "the 23.08 deserializer reads L2 pooling"),
     (LayerType.Merger, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
     (LayerType.Concat, None, S32, None): ("pass", "23.08's CpuRef concatenates Signed32"),
+    (LayerType.Stack, None, S32, None): ("pass", "23.08's CpuRef stacks Signed32"),
+    (LayerType.Stack, None, F16, None): ("pass", "23.08's RefStackWorkload has no float32 copy for axis 0"),
+    (LayerType.Stack, None, QA8, None): ("pass", "23.08's RefStackWorkload has no float32 copy for axis 0"),
     (LayerType.Reshape, None, BOOL, None): ("pass", "23.08's CpuRef reshapes Boolean"),
     (LayerType.Dequantize, None, F16, None): ("pass", "23.08's CpuRef dequantizes (converts) Float16"),
     (LayerType.ElementwiseUnary, None, S32, None): ("pass", "23.08's CpuRef has Signed32 unary operations"),

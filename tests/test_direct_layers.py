@@ -53,6 +53,12 @@ REFERENCE = {
     "tflite/ops/transpose.float32.tflite": {r: {L.Transpose: 1} for r in RICH},
     "tflite/ops/transpose_3d.int8.tflite": {r: {L.Transpose: 1} for r in RICH},
     "tflite/ops/concatenation.uint8.tflite": {r: {L.Concat: 1} for r in RICH},
+    "tflite/ops/pack.float32.tflite": {r: {L.Stack: 1} for r in RICH},
+    "tflite/ops/pack.uint8.tflite": {r: {L.Stack: 1} for r in RICH},
+    "tflite/ops/depth_to_space.float32.tflite": {r: {L.DepthToSpace: 1} for r in RICH},
+    "tflite/ops/depth_to_space.uint8.tflite": {r: {L.DepthToSpace: 1} for r in RICH},
+    "tflite/ops/space_to_depth.float32.tflite": {r: {L.SpaceToDepth: 1} for r in RICH},
+    "tflite/ops/space_to_depth.int8.tflite": {r: {L.SpaceToDepth: 1} for r in RICH},
 }
 
 
@@ -225,3 +231,39 @@ def test_onnx_transpose_and_concat(release, armnn_runner_for):
     net = check(armnn_runner_for(release), m, _feeds((2, 3, 4, 5), 5), target=release).network
     assert dict(_types(net)) == {L.Transpose: 1, L.Concat: 1}
     assert [tuple(l.desc.dim_mappings) for l in net.layers if l.type == L.Transpose] == [(2, 0, 3, 1)]
+
+
+@pytest.mark.parametrize("release", RICH)
+@pytest.mark.parametrize("op, mode, shape, out, direct", [
+    ("DepthToSpace", "DCR", [2, 12, 2, 3], [2, 3, 4, 6], True),
+    ("DepthToSpace", "CRD", [2, 12, 2, 3], [2, 3, 4, 6], False),  # (Arm NN's channel order is DCR)
+    ("SpaceToDepth", None, [2, 3, 4, 6], [2, 12, 2, 3], True),
+    ("SpaceToDepth", "CRD", [2, 3, 4, 6], [2, 12, 2, 3], False),  # (the ONNX suite has it; not Arm NN's order)
+])
+def test_onnx_depth_space(op, mode, shape, out, direct, release, armnn_runner_for):
+    kw = {"blocksize": 2, **({"mode": mode} if mode else {})}
+    m = _model([helper.make_node(op, ["x"], ["y"], **kw)], shape, out)
+    want = None
+    if op == "SpaceToDepth" and mode:  # (onnxruntime refuses the attribute; the ONNX reference takes it)
+        from onnx.reference import ReferenceEvaluator
+        want = ReferenceEvaluator(m).run(None, _feeds(shape, 6))
+    net = check(armnn_runner_for(release), m, _feeds(shape, 6), want=want, target=release).network
+    want = L.DepthToSpace if op == "DepthToSpace" else L.SpaceToDepth
+    assert (dict(_types(net)) == {want: 1}) == direct
+
+
+@pytest.mark.parametrize("release", RICH)
+@pytest.mark.parametrize("shape, uniform", [([2, 3, 5, 7], False), ([2, 3, 5, 7], True), ([2, 4, 9], False),
+                                            ([1, 2, 3, 4, 5], True)])
+def test_onnx_instance_normalization(shape, uniform, release, armnn_runner_for):
+    c = shape[1]
+    rng = np.random.default_rng(7)
+    scale = np.full(c, 0.75, np.float32) if uniform else rng.uniform(0.5, 2, c).astype(np.float32)
+    bias = np.full(c, -0.25, np.float32) if uniform else rng.standard_normal(c).astype(np.float32)
+    inits = [helper.make_tensor("s", TensorProto.FLOAT, [c], scale), helper.make_tensor("b", TensorProto.FLOAT, [c], bias)]
+    m = _model([helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)], shape, shape, inits)
+    net = check(armnn_runner_for(release), m, _feeds(shape, 8), target=release).network
+    types = _types(net)
+    assert types[L.InstanceNormalization] == 1 and not types[L.Mean] and not types[L.Rsqrt]
+    assert types[L.BatchNormalization] == (0 if uniform else 1)
+

@@ -82,7 +82,7 @@ def test_rich_targets_carry_bias_dilation_and_nhwc():
     assert any(c.desc.dilation_x > 1 for c in convs)
     assert not any(l.type in (LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd) for l in g.layers)
     t = armnn_import.convert(ROOT / "tflite" / "models" / "mobilenet_v2_035.float32.tflite", target="20.08").network
-    assert not any(l.type == LayerType.Permute for l in t.layers)
+    assert not any(l.type in (LayerType.Permute, LayerType.Transpose) for l in t.layers)
     assert {l.desc.data_layout for l in t.layers if l.type in (LayerType.Convolution2d,
                                                                 LayerType.DepthwiseConvolution2d)} == {DataLayout.NHWC}
 
@@ -147,7 +147,7 @@ def test_onnx_cnn_in_nhwc_has_no_permute_from_20_08(name, armnn_runner, tmp_path
     out = tmp_path / "m.armnn"
     _convert_cli(path, out, "--target", "20.08", "--layout", "nhwc", "--report", tmp_path / "r.json")
     graph = read(out.read_bytes())
-    assert not [l for l in graph.layers if l.type == LayerType.Permute]
+    assert not [l for l in graph.layers if l.type in (LayerType.Permute, LayerType.Transpose)]
     assert graph.input_layers[0].outputs[0].shape[-1] == 3  # NHWC input
     check = verify(path, str(out), report=str(tmp_path / "r.json"), armnn_runtime=armnn_runner.path)
     assert check.ok, check.format()

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.types import LayerType, ResizeMethod
 from .layers import _from_nchw, _input_nchw, layer_fn, merger
-from .numeric import F32, encode
+from .numeric import F32, decode, encode
 
 # ConcatLayer is the 19.02 MergerLayer under its later name (one ParseConcat, one workload)
 layer_fn(LayerType.Concat)(merger)
@@ -82,3 +82,47 @@ def resize(layer, ins, infos):
     top = lerp(x[:, :, y0][:, :, :, x0], x[:, :, y0][:, :, :, x1], xw)
     bottom = lerp(x[:, :, y1][:, :, :, x0], x[:, :, y1][:, :, :, x1], xw)
     return [encode(_from_nchw(lerp(top, bottom, yw), d.data_layout), out_info)]
+
+
+@layer_fn(LayerType.SpaceToDepth, LayerType.DepthToSpace)
+def depth_space(layer, ins, infos):
+    """SpaceToDepth.cpp: output channel (shiftH * b + shiftW) * C + c takes input (c, h * b + shiftH,
+    w * b + shiftW); DepthToSpace.cpp is its inverse (the channel blocks in DCR order), in both
+    layouts. SpaceToDepth decodes and encodes, DepthToSpace copies bytes."""
+    d, out_info = layer.desc, layer.outputs[0]
+    b = d.block_size
+    x = ins[0] if d.data_layout.name == "NCHW" else ins[0].transpose(0, 3, 1, 2)
+    n, c, h, w = x.shape
+    if layer.type == LayerType.SpaceToDepth:
+        y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(n, c * b * b, h // b, w // b)
+    else:
+        co = c // (b * b)
+        y = x.reshape(n, b, b, co, h, w).transpose(0, 3, 4, 1, 5, 2).reshape(n, co, h * b, w * b)
+    y = np.ascontiguousarray(y if d.data_layout.name == "NCHW" else y.transpose(0, 2, 3, 1))
+    if layer.type == LayerType.SpaceToDepth:
+        y = encode(decode(y, infos[0]), out_info)
+    return [y]
+
+
+@layer_fn(LayerType.InstanceNormalization)
+def instance_normalization(layer, ins, infos):
+    """InstanceNorm.cpp: per batch and channel, the mean and the (biased) variance over H and W,
+    each a float32 sum in row-major order, then (x - mean) * gamma / sqrt(var + eps) + beta."""
+    from .layers import _seq_sum
+    d, out_info = layer.desc, layer.outputs[0]
+    x = _input_nchw(layer, ins, infos)
+    n, c, h, w = x.shape
+    flat = x.reshape(n, c, h * w)
+    count = F32(h * w)
+    with np.errstate(all="ignore"):
+        mean = (_seq_sum(flat, 2) / count)[..., None]
+        var = (_seq_sum((flat - mean) * (flat - mean), 2) / count)[..., None]
+        y = (flat - mean) * F32(d.gamma) / np.sqrt(var + F32(d.eps)) + F32(d.beta)
+    return [encode(_from_nchw(y.reshape(n, c, h, w).astype(F32), d.data_layout), out_info)]
+
+
+@layer_fn(LayerType.Stack)
+def stack(layer, ins, infos):
+    """Stack.cpp: every input decoded and encoded into the output along the new axis."""
+    values = [decode(x, i) for x, i in zip(ins, infos)]
+    return [encode(np.stack(values, axis=layer.desc.axis), layer.outputs[0])]

@@ -389,6 +389,33 @@ class TileDescriptor:
     m_multiples: tuple[int, ...] = _tuple()   # (the schema's field is named m_Multiples)
 
 
+@dataclass
+class SpaceToDepthDescriptor:
+    block_size: int = 0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class DepthToSpaceDescriptor:
+    block_size: int = 0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class InstanceNormalizationDescriptor:
+    gamma: float = 0.0
+    beta: float = 0.0
+    eps: float = 0.0
+    data_layout: DataLayout = DataLayout.NHWC
+
+
+@dataclass
+class StackDescriptor:
+    axis: int = 0
+    num_inputs: int = 0
+    input_shape: tuple[int, ...] = _tuple()
+
+
 class LayerKind(NamedTuple):
     table: str                  # schema table name, e.g. "Convolution2dLayer"
     descriptor: type | None     # descriptor dataclass, or None
@@ -461,6 +488,11 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     # (weights [kD, kH, kW, I, O] and the bias are inputs 1 and 2: 23.08 takes them as tensors)
     LayerType.Convolution3d: LayerKind("Convolution3dLayer", Convolution3dDescriptor, (), since="23.08"),
     LayerType.Pooling3d: LayerKind("Pooling3dLayer", Pooling3dDescriptor, (), since="23.08"),
+    LayerType.SpaceToDepth: LayerKind("SpaceToDepthLayer", SpaceToDepthDescriptor, (), since="20.08"),
+    LayerType.DepthToSpace: LayerKind("DepthToSpaceLayer", DepthToSpaceDescriptor, (), since="20.08"),
+    LayerType.InstanceNormalization: LayerKind("InstanceNormalizationLayer", InstanceNormalizationDescriptor, (),
+                                               since="20.08"),
+    LayerType.Stack: LayerKind("StackLayer", StackDescriptor, (), since="20.08"),
 }
 
 LAYER_KINDS.update({

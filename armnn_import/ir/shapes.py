@@ -19,6 +19,7 @@ NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 
                    LayerType.Merger: None, LayerType.Comparison: 2})
 NUM_INPUTS[LayerType.Concat] = None
 NUM_INPUTS.update({LayerType.LogicalBinary: 2, LayerType.ReverseV2: 2})  # (ReverseV2: data, axes)
+NUM_INPUTS[LayerType.Stack] = None
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
 # (input, output state, cell state) -> Lstm: (scratch, output state, cell state, output);
@@ -367,6 +368,41 @@ _RULES.update({
     LayerType.Tile: _tile,
     LayerType.ReverseV2: _same,
 })
+
+
+def _depth_space(layer, ins):
+    """SpaceToDepth: blocks of H and W into the channels (C * b * b, H / b, W / b); DepthToSpace back."""
+    d, x = layer.desc, list(ins[0].shape)
+    c, h, w = hw_axes(d.data_layout)
+    b = d.block_size
+    if len(x) != 4 or b < 1:
+        raise GraphError(f"{layer.name}: needs a 4-D input and a block size >= 1, got {x} and {b}")
+    if layer.type == LayerType.SpaceToDepth:
+        if x[h] % b or x[w] % b:
+            raise GraphError(f"{layer.name}: spatial size {x[h]}x{x[w]} is not divisible by block {b}")
+        x[c], x[h], x[w] = x[c] * b * b, x[h] // b, x[w] // b
+    else:
+        if x[c] % (b * b):
+            raise GraphError(f"{layer.name}: {x[c]} channels are not divisible by block {b}x{b}")
+        x[c], x[h], x[w] = x[c] // (b * b), x[h] * b, x[w] * b
+    return [ins[0].with_shape(x)]
+
+
+_RULES.update({LayerType.SpaceToDepth: _depth_space, LayerType.DepthToSpace: _depth_space,
+               LayerType.InstanceNormalization: _same})
+
+
+def _stack(layer, ins):
+    """StackLayer::InferOutputShapes: input_shape with num_inputs inserted at axis."""
+    d = layer.desc
+    shape = tuple(d.input_shape)
+    if d.num_inputs != len(ins) or any(i.shape != shape for i in ins) or not 0 <= d.axis <= len(shape):
+        raise GraphError(f"{layer.name}: Stack of {d.num_inputs} inputs of shape {shape} on axis {d.axis}, "
+                         f"got inputs {[i.shape for i in ins]}")
+    return [ins[0].with_shape(shape[:d.axis] + (len(ins),) + shape[d.axis:])]
+
+
+_RULES[LayerType.Stack] = _stack
 
 
 def infer_outputs(layer) -> list[TensorInfo]:

@@ -153,6 +153,10 @@ class LayerType(IntEnum):
     Reduce = 60
     ReverseV2 = 70
     Tile = 71
+    SpaceToDepth = 40
+    DepthToSpace = 49
+    InstanceNormalization = 50
+    Stack = 44
 
 
 class ArgMinMaxFunction(IntEnum):

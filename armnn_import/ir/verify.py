@@ -645,8 +645,12 @@ def _pad(layer, ins):
     return []
 
 
+def _four_d(layer, ins):
+    return [] if ins[0].rank == 4 else [f"needs a 4-D input, got {ins[0].shape}"]
+
+
 _RULES.update({LayerType.Concat: _merger, LayerType.Transpose: _transpose, LayerType.Resize: _resize,
-               LayerType.Pad: _pad})
+               LayerType.Pad: _pad, LayerType.InstanceNormalization: _four_d})
 # -- the 23.08 format: Cast and BatchMatMul (gather worktree) --------------------------------
 def _cast_rule(layer, ins):
     """CastQueueDescriptor::Validate (23.08): no Boolean on either side."""
@@ -669,3 +673,14 @@ def _batch_matmul_rule(layer, ins):
 
 
 _RULES.update({LayerType.Cast: _cast_rule, LayerType.BatchMatMul: _batch_matmul_rule})
+
+
+def _stack_rule(layer, ins):
+    if ins[0].rank > 4:  # Stack.cpp indexes at most 4 input dimensions
+        return [f"stacks {ins[0].rank}-D inputs; Arm NN's Stack takes at most 4-D"]
+    if len({i.dtype for i in ins}) > 1:
+        return [f"inputs mix data types {[i.dtype.name for i in ins]}; Arm NN needs them equal"]
+    return []
+
+
+_RULES[LayerType.Stack] = _stack_rule

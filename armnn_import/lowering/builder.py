@@ -573,6 +573,26 @@ class NetBuilder:
         d = D.ResizeDescriptor(int(size[0]), int(size[1]), method, layout, align_corners, half_pixel_centers)
         return self.add(LayerType.Resize, name, [x], d, quant=quant)
 
+    def space_to_depth(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
+        """ONNX SpaceToDepth / TFLite SPACE_TO_DEPTH (channel (i * b + j) * C + c) as one layer."""
+        return self.add(LayerType.SpaceToDepth, name, [x], D.SpaceToDepthDescriptor(int(block), layout))
+
+    def instance_norm(self, x: Port, eps: float, name: str, gamma: float = 1.0, beta: float = 0.0,
+                      layout: DataLayout = DataLayout.NCHW) -> Port:
+        """(x - mean) * gamma / sqrt(var + eps) + beta over H and W of each channel (InstanceNorm.cpp)."""
+        d = D.InstanceNormalizationDescriptor(float(gamma), float(beta), float(eps), layout)
+        return self.add(LayerType.InstanceNormalization, name, [x], d)
+
+    def stack(self, xs: list[Port], axis: int, name: str, quant=None) -> Port:
+        """numpy.stack(xs, axis) as one Stack layer (inputs of one shape, at most 4-D)."""
+        shape = xs[0].info.shape
+        d = D.StackDescriptor(int(axis) % (len(shape) + 1), len(xs), shape)
+        return self.add(LayerType.Stack, name, xs, d, quant=quant)
+
+    def depth_to_space(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
+        """ONNX DepthToSpace in DCR mode / TFLite DEPTH_TO_SPACE as one layer."""
+        return self.add(LayerType.DepthToSpace, name, [x], D.DepthToSpaceDescriptor(int(block), layout))
+
 
     # -- layers of the 23.08 format (callers check self.target first) ------------------
     def reduce(self, x: Port, axes, keep_dims: bool, op, name: str, quant=None) -> Port:

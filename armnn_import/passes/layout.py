@@ -26,6 +26,8 @@ ELEMENTWISE = {LayerType.Activation, LayerType.Floor, LayerType.Rsqrt} | BINARY_
 LAYOUT_LAYERS = {LayerType.Pooling2d, LayerType.BatchNormalization, LayerType.L2Normalization,
                  LayerType.Normalization, LayerType.ResizeBilinear, LayerType.SpaceToBatchNd,
                  LayerType.BatchToSpaceNd}
+# the 20.08 format's layers with a data_layout (the same computation in either layout)
+LAYOUT_LAYERS |= {LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace, LayerType.InstanceNormalization}
 
 
 def _perm(layer: Layer) -> tuple[int, ...]:

@@ -6,7 +6,7 @@ import numpy as np
 from armnn_import.ir import descriptors as D
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import ActivationFunction as AF
-from armnn_import.ir.types import DataLayout
+from armnn_import.ir.types import DataLayout, DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
@@ -77,16 +77,36 @@ def _affine(ctx, y: Port, scale, shift, axis, name):
     return y
 
 
-@register("InstanceNormalization", since=6, layers=("Mean", "Subtraction", "Rsqrt", "BatchNormalization"),
-          check=needs_const(1, 2, what="scale/bias"))
+@register("InstanceNormalization", since=6, layers=("Mean", "Subtraction", "Rsqrt", "BatchNormalization",
+                                                   "InstanceNormalization"),
+          check=needs_const(1, 2, what="scale/bias"),
+          notes="one InstanceNormalization (float) and the per-channel scale and bias from the 20.08 format on")
 def instance_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     if x.info.rank < 3:
         raise Unsupported("InstanceNormalization needs N, C and spatial axes")
+    eps = float(ctx.attr(node, "epsilon", 1e-5))
+    if ctx.b.target.has(L.InstanceNormalization) and x.info.dtype in (DataType.Float32, DataType.Float16):
+        return _instance_norm_layer(ctx, x, eps, ctx.const(node, 1).reshape(-1), ctx.const(node, 2).reshape(-1), n)
     ctx.report.decomposition("InstanceNormalization", "Mean, Subtraction, Square, Mean, Linear(+eps), Rsqrt, "
                                                       "Multiplication, per-channel BatchNormalization")
     y = normalize(ctx, x, range(2, x.info.rank), float(ctx.attr(node, "epsilon", 1e-5)), n)
     return _affine(ctx, y, ctx.const(node, 1).reshape(-1), ctx.const(node, 2).reshape(-1), 1, n)
+
+
+def _instance_norm_layer(ctx, x: Port, eps: float, scale, shift, n: str) -> Port:
+    """InstanceNorm.cpp over H and W of an NCHW view (other spatial ranks folded into H), the
+    scale and bias in the layer when they are one value, else a per-channel BatchNormalization."""
+    shape = x.info.shape
+    view = shape if len(shape) == 4 else (shape[0], shape[1], int(np.prod(shape[2:], dtype=np.int64)), 1)
+    s, t = np.asarray(scale, np.float32), np.asarray(shift, np.float32)
+    uniform = s.size >= 1 and t.size >= 1 and bool((s == s[0]).all() and (t == t[0]).all())
+    y = ctx.b.reshape(x, view, f"{n}_4d")
+    y = ctx.b.instance_norm(y, eps, n if uniform and view == shape else f"{n}_norm",
+                            float(s[0]) if uniform else 1.0, float(t[0]) if uniform else 0.0)
+    if not uniform:
+        y = _affine(ctx, y, s, t, 1, n if view == shape else f"{n}_affine")
+    return ctx.b.reshape(y, shape, n)
 
 
 @register("LayerNormalization", since=17, layers=("Mean", "Subtraction", "Rsqrt", "Multiplication"),

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 
 from armnn_import.ir import descriptors as D
 from armnn_import.executor.structural import resize_matrix
-from armnn_import.ir.types import DataLayout, ResizeMethod
+from armnn_import.ir.types import DataLayout, DataType, ResizeMethod
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
@@ -74,6 +74,10 @@ def armnn_bilinear_matrix(in_size: int, out_size: int) -> np.ndarray:
         m[y, y0] += 1.0 - w
         m[y, min(y0 + 1, in_size - 1)] += w
     return m
+
+
+# CpuRef's Resize takes no Signed32 or Boolean (RefLayerSupport::IsResizeSupported)
+RESIZE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
 
 
 def _direct(ctx, mats):
@@ -146,7 +150,8 @@ def resize(ctx, node, x, per_axis: dict, attrs: dict):
     hw = (rank - 2, rank - 1)
     if rank == 4 and set(mats) <= set(hw) and not any(b.any() for _, b in mats.values()):
         sizes = [mats[a][0].shape[0] if a in mats else shape[a] for a in hw]
-        direct = _direct(ctx, [mats[a][0] if a in mats else np.eye(shape[a]) for a in hw])
+        direct = _direct(ctx, [mats[a][0] if a in mats else np.eye(shape[a]) for a in hw]) \
+            if x.info.dtype in RESIZE_TYPES else None
         if direct is not None:
             method, align, half = direct
             return ctx.b.resize(x, sizes, method, n, layout=DataLayout.NCHW, align_corners=align,

@@ -14,6 +14,8 @@ from ..registry import needs_const, register
 from ..context import MAX_RANK, check_size
 from .common import axes_input, binary, norm_axes, repeat
 
+# What CpuRef's Pad, Resize, SpaceToDepth and DepthToSpace take (RefLayerSupport: no Signed32 or Boolean)
+_DEPTH_SPACE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
 MAX_SLICE_GATHER = 16  # constant-index gathers with more runs than this use a one-hot FullyConnected
 
 
@@ -218,7 +220,7 @@ def pad(ctx, node):
         shape = x.info.shape
     if mode == "constant" and value != 0 and ctx.b.target.at_least("20.08"):
         return ctx.b.pad(x, list(zip(before, after)), n, value=value)  # PadDescriptor.padValue
-    if mode == "reflect" and ctx.b.target.at_least("23.08"):
+    if mode == "reflect" and ctx.b.target.at_least("23.08") and x.info.dtype in _DEPTH_SPACE_TYPES:
         if any(v > d - 1 for d, lo, hi in zip(shape, before, after) for v in (lo, hi)):
             raise Unsupported(f"reflect padding {list(zip(before, after))} of a {list(shape)} tensor "
                               "(at most the dimension - 1)")
@@ -423,7 +425,10 @@ def _block_check(node, ctx):
     return None
 
 
-@register("DepthToSpace", since=1, layers=("Reshape", "Permute", "BatchToSpaceNd"), check=_block_check)
+
+
+@register("DepthToSpace", since=1, layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
+          check=_block_check, notes="DCR mode as one DepthToSpace from the 20.08 format on")
 def depth_to_space(ctx, node):
     x, nm = ctx.port(node, 0, dtypes=None), ctx.name(node)
     if x.info.rank != 4:
@@ -433,6 +438,9 @@ def depth_to_space(ctx, node):
     if bs < 1 or c % (bs * bs):
         raise Unsupported(f"{c} channels are not divisible by blocksize^2 = {bs * bs}")
     co = c // (bs * bs)
+    if ctx.attr(node, "mode", "DCR") == "DCR" and ctx.b.target.has(L.DepthToSpace) \
+            and x.info.dtype in _DEPTH_SPACE_TYPES:  # DepthToSpace.cpp: channel (i*bs + j)*co + c
+        return ctx.b.depth_to_space(x, bs, nm)
     ctx.report.decomposition("DepthToSpace", "Reshape, Permute (blocks to the batch axis), BatchToSpaceNd")
     if ctx.attr(node, "mode", "DCR") == "DCR":  # channel = (i*bs + j)*co + c
         y = ctx.b.reshape(x, (n, bs * bs, co * h * w), f"{nm}_blocks")
@@ -444,7 +452,8 @@ def depth_to_space(ctx, node):
     return ctx.b.add(L.BatchToSpaceNd, nm, [y], D.BatchToSpaceNdDescriptor((bs, bs), (0, 0, 0, 0), DataLayout.NCHW))
 
 
-@register("SpaceToDepth", since=1, layers=("SpaceToBatchNd", "Reshape", "Permute"), check=_block_check)
+@register("SpaceToDepth", since=1, layers=("SpaceToBatchNd", "Reshape", "Permute", "SpaceToDepth"),
+          check=_block_check, notes="one SpaceToDepth from the 20.08 format on")
 def space_to_depth(ctx, node):
     x, nm = ctx.port(node, 0, dtypes=None), ctx.name(node)
     if x.info.rank != 4:
@@ -453,6 +462,9 @@ def space_to_depth(ctx, node):
     n, c, h, w = x.info.shape
     if bs < 1 or h % bs or w % bs:
         raise Unsupported(f"spatial size {h}x{w} is not divisible by blocksize {bs}")
+    if ctx.b.target.has(L.SpaceToDepth) and x.info.dtype in _DEPTH_SPACE_TYPES \
+            and ctx.attr(node, "mode", "DCR") == "DCR":
+        return ctx.b.space_to_depth(x, bs, nm)  # SpaceToDepth.cpp: channel (i*bs + j)*c + k (ONNX's)
     ctx.report.decomposition("SpaceToDepth", "SpaceToBatchNd, Permute (blocks to the channel axis), Reshape")
     y = ctx.b.add(L.SpaceToBatchNd, f"{nm}_s2b", [x],
                   D.SpaceToBatchNdDescriptor((bs, bs), (0, 0, 0, 0), DataLayout.NCHW))

@@ -158,6 +158,7 @@ def resize_nearest(ctx, op):
     align, half = bool(op.options.get("align_corners")), bool(op.options.get("half_pixel_centers"))
     q = ctx.out_quant(op)
     same_quant = q is None or q == (x.info.scale, x.info.offset)  # (LiteRT copies the bytes)
+    same_quant = same_quant and x.info.dtype != DataType.Signed32  # (no Signed32 Resize in CpuRef)
     if same_quant and _direct(ctx.nb, ResizeMethod.NearestNeighbor, (h, w), (oh, ow), align, half):
         ctx.set(op, 0, ctx.nb.resize(x, (oh, ow), ResizeMethod.NearestNeighbor, name, layout=DataLayout.NHWC,
                                      align_corners=align, half_pixel_centers=half, quant=q))

@@ -189,7 +189,8 @@ def concatenation(ctx, op):
     ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), ctx.name(op), q))
 
 
-@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger"))
+@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger", "Stack"),
+                   notes="one Stack from the 20.08 format on")
 def pack(ctx, op):
     axis = op.options.get("axis", 0)
     if _all_const(ctx, op):
@@ -198,6 +199,14 @@ def pack(ctx, op):
         return
     rank = len(ctx.shape(op.inputs[0])) + 1
     axis = _axis(axis, rank)
+    if ctx.nb.target.has(LayerType.Stack) and not any(ctx.is_const(i) for i in op.inputs) and len(op.inputs) > 1:
+        ports = [ctx.port(i) for i in op.inputs]
+        dt, rich = ports[0].info.dtype, ctx.nb.target.at_least("23.08")
+        # CpuRef's Stack types; 20.08's RefStackWorkload copies an axis-0 stack as float32 words
+        if rank <= 5 and len({p.info.shape for p in ports}) == 1 and dt != DataType.Boolean \
+                and (rich or (dt != DataType.Signed32 and (axis or dt == DataType.Float32))):
+            ctx.set(op, 0, ctx.nb.stack(ports, axis, ctx.name(op), quant=ctx.out_quant(op)))
+            return
     items = []
     for k, i in enumerate(op.inputs):
         if ctx.is_const(i):
@@ -406,7 +415,7 @@ def mirror_pad(ctx, op):
         n = y.info.shape[axis]
         if before + edge > n or after + edge > n:
             raise Unsupported(f"padding {before, after} is larger than dimension {axis} ({n})")
-    if nb.target.at_least("23.08"):  # one Pad layer (PaddingMode, MirrorPad.cpp)
+    if nb.target.at_least("23.08") and y.info.dtype != DataType.Signed32:  # one Pad (MirrorPad.cpp)
         mode = PaddingMode.Symmetric if symmetric else PaddingMode.Reflect
         ctx.set(op, 0, nb.mirror_pad(y, pads, mode, name))
         return
@@ -604,7 +613,8 @@ def _check_4d(op, ctx):
 
 
 @REGISTRY.register("DEPTH_TO_SPACE", since=1, until=2, check=_check_4d,
-                   layers=("Reshape", "Permute", "BatchToSpaceNd"))
+                   layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
+                   notes="one DepthToSpace from the 20.08 format on")
 def depth_to_space(ctx, op):
     nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
@@ -612,6 +622,9 @@ def depth_to_space(ctx, op):
     if b < 1 or c % (b * b):
         raise Unsupported(f"{c} channels do not divide by block {b}x{b}")
     c2 = c // (b * b)
+    if nb.target.has(LayerType.DepthToSpace) and x.info.dtype != DataType.Signed32:  # DepthToSpace.cpp (NHWC): channel (i*b + j)*c2 + c, LiteRT's
+        ctx.set(op, 0, nb.depth_to_space(x, b, name, DataLayout.NHWC))
+        return
     y = nb.reshape(x, (n, h * w, b * b, c2), f"{name}_blocks")
     y = nb.permute(y, (2, 0, 1, 3), f"{name}_to_batch")
     y = nb.reshape(y, (b * b * n, h, w, c2), f"{name}_batch")
@@ -619,13 +632,17 @@ def depth_to_space(ctx, op):
 
 
 @REGISTRY.register("SPACE_TO_DEPTH", since=1, until=2, check=_check_4d,
-                   layers=("SpaceToBatchNd", "Reshape", "Permute"))
+                   layers=("SpaceToBatchNd", "Reshape", "Permute", "SpaceToDepth"),
+                   notes="one SpaceToDepth from the 20.08 format on")
 def space_to_depth(ctx, op):
     nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     if b < 1 or h % b or w % b:
         raise Unsupported(f"spatial size {h}x{w} does not divide by block {b}")
+    if nb.target.has(LayerType.SpaceToDepth) and x.info.dtype != DataType.Signed32:  # SpaceToDepth.cpp: channel (i*b + j)*c + k, LiteRT's
+        ctx.set(op, 0, nb.space_to_depth(x, b, name, DataLayout.NHWC))
+        return
     y = _s2b(nb, x, (b, b), (0, 0, 0, 0), f"{name}_s2b")
     y = nb.reshape(y, (b * b, n, (h // b) * (w // b), c), f"{name}_blocks")
     y = nb.permute(y, (1, 2, 0, 3), f"{name}_to_depth")
