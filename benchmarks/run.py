@@ -40,7 +40,7 @@ RSS_FACTOR, RSS_EXTRA_MB = 1.5, 150  # peak RSS <= 1.5 x model file + 150 MB
 OUT_SLACK = 0.01           # output size <= weight bytes + 1 %
 HELP_MAX_S = 0.3
 TINY_MAX_S = 1.0
-CPUREF_RATIO_MAX = 1.05
+CPUREF_RATIO_MAX = 1.0      # our CpuRef time / the anchor's (median of 5, the same run)
 
 # Runs a command, then prints its wall time and peak RSS: a fresh process per
 # measurement, so RUSAGE_CHILDREN holds exactly that command.
@@ -119,18 +119,23 @@ def io_floor(src: str, dst: str) -> float:
     return dt
 
 
-def harness():
-    """(runner, anchor) paths, building the harness when missing; None for what is unavailable."""
+def harness(release: str = "20.08"):
+    """(runner, anchor, note) for an Arm NN release, building its harness when missing; None for
+    what is unavailable (the note says why)."""
     try:
         from armnn_import.testing import armnn_runtime as rt
     except Exception:  # noqa: BLE001 - the harness module is optional for these benchmarks
         return None, None, "armnn_import.testing.armnn_runtime not importable"
-    if rt.find_anchor() is None or rt.find_runner() is None:
+    why = ""
+    if rt.find_anchor(release) is None or rt.find_runner(release) is None:
         try:
-            rt.build_harness()
+            rt.build_harness(release)
         except RuntimeError as e:
-            return rt.find_runner(), rt.find_anchor(), one_line(str(e))
-    return rt.find_runner(), rt.find_anchor(), ""
+            why = one_line(str(e))
+    problem = rt.anchor_problem(release) if rt.find_anchor(release) is None else None
+    if problem:
+        why = (why + "; " if why else "") + f"anchor {problem[0]}: {problem[1]}"
+    return rt.find_runner(release), rt.find_anchor(release), why
 
 
 def verdict(ok) -> str:
@@ -378,11 +383,12 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02")
     models = [m for m in models if pattern in os.path.relpath(m, REPO)]
     os.makedirs(os.path.join(OUT, "run"), exist_ok=True)
     rows = {m: {"model": os.path.relpath(m, os.path.join(REPO, "test_models", "tflite"))} for m in models}
-    ours_out = convert_batch(models, os.path.join(OUT, "lean"), rows, target)
+    lean_dir = os.path.join(OUT, f"lean-{target}")
+    ours_out = convert_batch(models, lean_dir, rows, target)
     for k, m in enumerate(models):
         row = rows[m]
         if anchor:
-            a_out = os.path.join(OUT, "lean", "anchor", row["model"].replace(os.sep, "__") + ".armnn")
+            a_out = os.path.join(lean_dir, "anchor", row["model"].replace(os.sep, "__") + ".armnn")
             os.makedirs(os.path.dirname(a_out), exist_ok=True)
             p = subprocess.run([anchor, m, a_out], capture_output=True, text=True, stdin=subprocess.DEVNULL)
             if p.returncode != 0:
@@ -568,12 +574,16 @@ def main(argv=None) -> int:
     ap.add_argument("--lean-filter", default="", help="only reference models whose path contains this")
     ap.add_argument("--profile", action="store_true", help="cProfile our conversion of the largest model")
     ap.add_argument("--target", default="19.02", help="the Arm NN release whose format our lean files use")
+    ap.add_argument("--release", help="the Arm NN release whose runtime and TfLite parser (the anchor) the "
+                                      "lean files are judged with (default: the target's, 20.08 for 19.02)")
     args = ap.parse_args(argv)
+    release = args.release or ("20.08" if args.target == "19.02" else args.target)
     sizes = [10.0] if args.quick else [float(s) for s in args.sizes.split(",") if s.strip()]
     runs, startup_n, rounds = (1, 3, 1) if args.quick else (3, 7, 5)
     sections = set(args.only.split(","))
-    runner, anchor, why = harness()
-    results = {"command": " ".join(["python", "benchmarks/run.py", *(argv or sys.argv[1:])]),
+    # large models: against 20.08's anchor (the packaged one); lean networks: the chosen release's
+    runner, anchor, why = harness(release if "lean" in sections and "large" not in sections else "20.08")
+    results = {"release": release,"command": " ".join(["python", "benchmarks/run.py", *(argv or sys.argv[1:])]),
                "converter": converter_cmd(), "runner": runner, "anchor": anchor, "harness_note": why,
                "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                            "loadavg_start": os.getloadavg()},
@@ -605,7 +615,12 @@ def main(argv=None) -> int:
         results["startup"] = bench_startup(startup_n)
         print_startup(results["startup"])
     if "lean" in sections:
-        print(f"\n== lean networks: test_models/tflite (--target {args.target}) vs Arm NN 20.08 TfLite parser "
+        if "large" in sections and release != "20.08":
+            runner, anchor, why = harness(release)
+            if why:
+                print(f"note: Arm NN {release} harness: {why}")
+        print(f"\n== lean networks: test_models/tflite (--target {args.target}) vs Arm NN {release}'s TfLite parser "
+              f"on Arm NN {release} CpuRef "
               f"(P/R/C = Permute/Reshape/Constant layers; CpuRef median of {rounds}) ==", flush=True)
         results["lean"] = bench_lean(runner, anchor, rounds, args.lean_filter, args.target) if runner else []
         if runner:
