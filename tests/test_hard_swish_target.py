@@ -9,6 +9,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from armnn_import import cli
+from armnn_import.executor import run
 from armnn_import.ir.types import ActivationFunction, LayerType
 from armnn_import.serialize import read
 
@@ -57,6 +58,8 @@ def test_tflite_hard_swish_is_one_activation(name, armnn_release_runner, tmp_pat
         dt = g.input_layers[0].outputs[0].dtype.np_dtype
         xin = (x.astype(np.int16) + 128).astype(np.uint8) if x.dtype == np.int8 and dt == np.uint8 else x
         got, = armnn_release_runner(tmp_path / f"{name}_{target}.armnn", [xin])
+        mine, = run(g, [xin])   # the numpy executor follows the runtime exactly
+        np.testing.assert_array_equal(np.asarray(mine).reshape(got.shape), got)
         got = got.reshape(want.shape)
         if want.dtype == np.float32:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
