@@ -26,7 +26,8 @@ for release in 20.08 23.08; do
     log "building the Arm NN $release harness (cached after the first run)"
     t0=$(date +%s)
     rc=0
-    bash tests/armnn_runtime/build.sh --apt-sources "$release" >/dev/null || rc=$?
+    # ARMNN_HARNESS_PYTHON: the Python whose tflite package gives the 23.08 anchor its TfLite schema
+    ARMNN_HARNESS_PYTHON="$PY" bash tests/armnn_runtime/build.sh --apt-sources "$release" >/dev/null || rc=$?
     if [ $rc = 0 ]; then
         log "Arm NN $release harness ready ($(( $(date +%s) - t0 )) s)"
     elif [ $rc = 4 ]; then

@@ -227,6 +227,8 @@ def _activation(x, fn, a, b):
         return x * x
     if fn == ActivationFunction.TanH:
         return A * np.tanh(B * x)
+    if fn == ActivationFunction.HardSwish:   # Activation.cpp: in * min(max(in + 3, 0), 6) / 6
+        return x * _cpp_min(np.full_like(x, F32(6)), _cpp_max(x + F32(3), np.zeros_like(x))) / F32(6)
     raise ExecutionError(f"unknown activation function {fn!r}")
 
 

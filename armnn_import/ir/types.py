@@ -67,6 +67,7 @@ class ActivationFunction(IntEnum):
     Abs = 7
     Sqrt = 8
     Square = 9
+    HardSwish = 11  # the 20.08 format on (ENUM_SINCE): x * min(max(x + 3, 0), 6) / 6
 
 
 class PoolingAlgorithm(IntEnum):
@@ -216,6 +217,7 @@ ENUM_SINCE = {(UnaryOperation, int(v)): "23.08" for v in (UnaryOperation.Logical
                                                          UnaryOperation.Sin, UnaryOperation.Ceil)}
 ENUM_SINCE.update({(DataType, int(v)): "20.08" for v in (DataType.QAsymmS8, DataType.QSymmS8)})
 ENUM_SINCE.update({(DataLayout, int(v)): "23.08" for v in (DataLayout.NDHWC, DataLayout.NCDHW)})
+ENUM_SINCE[(ActivationFunction, int(ActivationFunction.HardSwish))] = "20.08"
 
 
 class ConstTensorData(IntEnum):

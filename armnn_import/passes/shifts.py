@@ -12,6 +12,15 @@ zero weights and the shifts as its bias, fed by one element of a float network i
 clamped to 0 by BoundedReLu(0, 0): the constants are exact even when that input holds
 NaN or infinity, and the file has no Constant layer.
 The sums are the ones BatchNormalization computes (x * 1 + beta), bit for bit.
+
+From the 20.08 format on, a scaled one (mean 0, variance 1, eps 0: a per-channel MUL and ADD by
+constants, or a model's own normalization that no convolution absorbs, as in a pre-activation
+DenseNet) becomes Multiplication then Addition the same way, with its scales sliced from the same
+table: (x - 0) / sqrt(1 + 0) * a + b is x * a rounded, then + b rounded, as the BatchNormalization
+computes it. CpuRef runs it ~3x faster (ten of them with a ReLU each on 1x16x14x24 NHWC: 1.9
+against 6.9 ms of CPU per inference on 20.08, 2.3 against 6.8 on 23.08), and Arm NN's own TfLite
+parser writes Multiplication + Addition too. A zero shift leaves the
+Multiplication alone. The 19.02 output keeps its scaled BatchNormalizations, as it was.
 """
 from __future__ import annotations
 
@@ -32,6 +41,21 @@ def _pure_shift(layer: Layer) -> np.ndarray | None:
     return b if np.all(a == 1.0) else None
 
 
+def _scale_shift(layer: Layer, rich: bool) -> tuple[np.ndarray | None, np.ndarray | None] | None:
+    """(scale or None, shift or None) of a float 4-D BatchNormalization this pass rewrites: a pure
+    shift (scale None), or on a richer target one of mean 0, variance 1, eps 0 (gamma, beta)."""
+    b = _pure_shift(layer)
+    if b is not None:
+        return None, b
+    if not (rich and _float_bn(layer) and layer.outputs[0].rank == 4 and layer.desc.eps == 0.0):
+        return None
+    t = {k: v.data for k, v in layer.tensors.items()}
+    if np.any(t["mean"] != 0) or np.any(t["variance"] != 1):
+        return None
+    beta = t["beta"].astype(np.float32)
+    return t["gamma"].astype(np.float32), (beta if np.any(beta != 0) else None)
+
+
 def _anchor(graph: Graph) -> Port | None:
     """[1, 1], always 0: one element of the first float input through BoundedReLu(0, 0)."""
     src = next((l for l in graph.input_layers if l.outputs[0].dtype == DataType.Float32), None)
@@ -49,22 +73,25 @@ def _anchor(graph: Graph) -> Port | None:
 
 
 def shifts_to_additions(graph: Graph, report: Report) -> int:
-    shifts = [(l, b) for l in graph.layers if (b := _pure_shift(l)) is not None]
+    rich = graph.target.at_least("20.08")
+    shifts = [(l, ab) for l in graph.layers if (ab := _scale_shift(l, rich)) is not None]
     if not shifts:
         return 0
     anchor = _anchor(graph)
     if anchor is None:
         return 0
-    # one FullyConnected makes every shift, side by side on the channel axis of a 4-D
-    # tensor per layout; each Addition reads its channels through a StridedSlice
-    total = sum(b.size for _, b in shifts)
-    values = np.concatenate([b for _, b in shifts]).astype(np.float32)
+    # one FullyConnected makes every scale and shift, side by side on the channel axis of a
+    # 4-D tensor per layout; each Multiplication / Addition reads its channels through a StridedSlice
+    parts = [v for _, ab in shifts for v in ab if v is not None]
+    total = sum(v.size for v in parts)
+    values = np.concatenate(parts).astype(np.float32)
     fc = graph.add(LayerType.FullyConnected, "bias_shifts", [anchor], D.FullyConnectedDescriptor(True, False),
                    tensors={"weights": ConstTensor(np.zeros((1, total), np.float32)), "biases": ConstTensor(values)})
     tables = {}
     start = 0
-    for bn, b in shifts:
-        c, x, name, layout = b.size, bn.inputs[0], bn.name, bn.desc.data_layout
+
+    def take(layout, c, name):
+        nonlocal start
         axis = 1 if layout == DataLayout.NCHW else 3
         if layout not in tables:
             shape = [1, 1, 1, 1]
@@ -73,12 +100,19 @@ def shifts_to_additions(graph: Graph, report: Report) -> int:
                                        D.ReshapeDescriptor(tuple(shape))).out()
         begin, end = [0, 0, 0, 0], [1, 1, 1, 1]
         begin[axis], end[axis] = start, start + c
-        graph.remove([bn])
-        k = graph.add(LayerType.StridedSlice, f"{name}_shift", [tables[layout]],
-                      D.StridedSliceDescriptor(begin=tuple(begin), end=tuple(end), stride=(1, 1, 1, 1)))
-        add = graph.add(LayerType.Addition, name, [x, k.out()])
-        graph.replace_uses(bn.out(), add.out())
         start += c
+        return graph.add(LayerType.StridedSlice, name, [tables[layout]],
+                         D.StridedSliceDescriptor(begin=tuple(begin), end=tuple(end), stride=(1, 1, 1, 1))).out()
+    for bn, (a, b) in shifts:
+        y, name, layout = bn.inputs[0], bn.name, bn.desc.data_layout
+        graph.remove([bn])
+        if a is not None:
+            k = take(layout, a.size, f"{name}_scale")
+            y = graph.add(LayerType.Multiplication, name if b is None else f"{name}_mul", [y, k]).out()
+        if b is not None:
+            k = take(layout, b.size, f"{name}_shift")
+            y = graph.add(LayerType.Addition, name, [y, k]).out()
+        graph.replace_uses(bn.out(), y)
     report.decomposition("per-channel shift (convolution bias)", "Addition of a [1, C, 1, 1] constant "
                          "(FullyConnected with zero weights) instead of a BatchNormalization, which "
                          "Arm NN's CpuRef runs about 10x slower")

@@ -36,6 +36,7 @@ __all__ = [
     "EXIT_LOAD",
     "EXIT_UNAVAILABLE",
     "SUPPORTED_DTYPES",
+    "anchor_problem",
     "build_harness",
     "build_script",
     "cache_root",
@@ -130,10 +131,20 @@ def find_runner(release: str = DEFAULT_RELEASE) -> str | None:
     return str(p) if p.is_file() and os.access(p, os.X_OK) else None
 
 
-def find_anchor() -> str | None:
-    """Path of armnn-tflite-anchor (Arm NN 20.08's own TfLite parser + serializer), if built."""
-    p = harness_dir("20.08") / "armnn-tflite-anchor"
+def find_anchor(release: str = DEFAULT_RELEASE) -> str | None:
+    """Path of armnn-tflite-anchor (Arm NN `release`'s own TfLite parser + serializer), if built."""
+    p = harness_dir(release) / "armnn-tflite-anchor"
     return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+
+
+def anchor_problem(release: str = DEFAULT_RELEASE) -> tuple[str, str] | None:
+    """Why `release`'s anchor is missing after a build: ("unavailable", reason) when it cannot be
+    had here (its tests skip), ("failed", reason) when its build failed (they fail); else None."""
+    for kind in ("failed", "unavailable"):
+        p = harness_dir(release) / f"armnn-tflite-anchor.{kind}"
+        if p.is_file():
+            return kind, p.read_text().strip()
+    return None
 
 
 def runner_release(runner: str) -> str:
@@ -158,8 +169,10 @@ def build_harness(release: str = DEFAULT_RELEASE, timeout: float = 3600, apt_sou
         raise RuntimeError(f"harness build script not found: {script}")
     args = ["bash", str(script)] + (["--apt-sources"] if apt_sources else []) + [release]
     try:
+        # The 23.08 anchor takes the TfLite schema from the tflite package this Python imports.
         proc = subprocess.run(
             args,
+            env={**os.environ, "ARMNN_HARNESS_PYTHON": os.environ.get("ARMNN_HARNESS_PYTHON", sys.executable)},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -6,7 +6,8 @@
 #   packages  (Debian 13) Debian's libarmnn-dev / libarmnn-cpuref-backend33.
 # Both then compile the same way: the deserializer (which Debian does not package) from the 23.08
 # source and runner.cpp, against that libarmnn. So the Debian 13 recipe runs here on Debian 12
-# too, against the library built from source.
+# too, against the library built from source. Then anchor-23.08.sh builds armnn-tflite-anchor
+# (23.08's TfLite parser + serializer) on its own cache key.
 
 # ---------------------------------------------------------------------------- 1. packages
 # shellcheck disable=SC2086
@@ -100,6 +101,7 @@ HASH="$({ cat "$HERE/build.sh" "$HERE/build-23.08.sh" "$HERE/lib.sh" "$HERE/runn
 RUNNER="$OUT/armnn-run"
 if [ -x "$RUNNER" ] && [ "$(cat "$OUT/build.hash" 2>/dev/null)" = "$HASH" ]; then
     log "up to date (cached in $OUT)"
+    source "$HERE/anchor-23.08.sh"     # the anchor has its own cache key: never rebuilds the runner
     echo "$RUNNER"
     exit 0
 fi
@@ -159,4 +161,6 @@ rm -f "$LOG".*.o
 
 END=$(date +%s.%N)
 log "built in $(awk -v a="$START" -v b="$END" 'BEGIN{printf "%.1f", b-a}') s: $RUNNER"
+# ---------------------------------------------------------------------------- 5. anchor
+source "$HERE/anchor-23.08.sh"
 echo "$RUNNER"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the Arm NN runtime harness for one release:
 #   armnn-run             run a .armnn file on Arm NN <release> (CpuRef) with .npy inputs/outputs
-#   armnn-tflite-anchor   (20.08 only) .tflite -> .armnn with Arm NN 20.08's own TfLite parser + serializer
+#   armnn-tflite-anchor   .tflite -> .armnn with Arm NN <release>'s own TfLite parser + serializer
+#                         (23.08: anchor-23.08.sh, on its own cache key)
 #
 # Usage: build.sh [--apt-sources] [RELEASE]      RELEASE: 20.08 (default) or 23.08
 #
@@ -31,7 +32,7 @@ RELEASE=20.08
 while [ $# -gt 0 ]; do
     case "$1" in
         --apt-sources) APT_EDITS=1 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         -*) die "unknown option $1" ;;
         *) RELEASE="$1" ;;
     esac

@@ -151,6 +151,8 @@ def hard_sigmoid(ctx, node):
 @register("HardSwish", since=14, layers=("Activation", "Multiplication"))
 def hard_swish(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
+    if ctx.b.g.target.has(AF.HardSwish):  # x * min(max(x + 3, 0), 6) / 6: one layer
+        return ctx.b.activation(x, AF.HardSwish, n)
     ctx.report.decomposition("HardSwish", "x * BoundedReLu(Linear(x, 1/6, 1/2), 0, 1)")
     h = ctx.b.clamp(ctx.b.linear(x, 1.0 / 6.0, 0.5, f"{n}_lin"), 0.0, 1.0, f"{n}_hsig")
     return ctx.b.binary(L.Multiplication, x, h, n)

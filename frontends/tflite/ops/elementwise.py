@@ -299,6 +299,9 @@ def leaky_relu(ctx, op):
 def hard_swish(ctx, op):
     nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
+    if nb.g.target.has(AF.HardSwish):  # TFLite's own formula, one layer and (quantized) one rounding
+        ctx.set(op, 0, nb.activation(x, AF.HardSwish, name, quant=q))
+        return
     if q is None:
         h = nb.clamp(nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_scale"), 0.0, 1.0, f"{name}_gate")
     else:  # a [0, 1] output quantization saturates exactly where the clamp would
