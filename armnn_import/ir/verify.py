@@ -186,7 +186,7 @@ def _beyond_target(layer, target) -> list[str]:
     return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is not written in the Arm NN "
             f"{target} format ({why(f)}; --target {since(f)} writes it), so it must keep its default "
             f"{show(f.default)}"
-            for f in later if not target.at_least(since(f)) and getattr(desc, f.name) != f.default] + \
+            for f in later if not target.has(f) and getattr(desc, f.name) != f.default] + \
         [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}, which the Arm NN {target} format "
          f"lacks (--target {since(getattr(desc, f.name))} has it)"
          for f in enums if not target.has(getattr(desc, f.name))]

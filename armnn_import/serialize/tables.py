@@ -186,8 +186,17 @@ def small_int_vector(b, values, elem: str) -> int | None:
 def write_vtable(b) -> int:
     """Builder.WriteVtable with its common case (a vtable equal to one already written) in a
     few statements; a new vtable is written as the stock builder writes it."""
-    b.Prep(4, 0)  # PrependSOffsetTRelative(0): the slot the vtable's offset goes into
+    # PrependSOffsetTRelative(0): the slot the vtable's offset goes into (Prep(4, 0) inlined)
+    if b.minalign < 4:
+        b.minalign = 4
     n = len(b.Bytes)
+    align = (b.head - n) & 3
+    if b.head < align + 4:
+        _room(b, align + 4)
+        n = len(b.Bytes)
+    if align:
+        b.Bytes[b.head - align:b.head] = b"\x00" * align
+        b.head -= align
     b.head -= 4
     _SOFFSET.pack_into(b.Bytes, b.head, n - b.head)
     object_offset = n - b.head

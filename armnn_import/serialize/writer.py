@@ -53,7 +53,7 @@ class _Builder(flatbuffers.Builder):
         self.defer_min, self.deferred = defer_min, []
         self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
         self.grown = 0  # how many times the estimate was too small (for the tests)
-        self.specs, self.nfields, self.plans = {}, {}, {}  # per field / table / descriptor class (_f, _table)
+        self.specs, self.plans = {}, {}  # per table and fields (_specs), per descriptor class
 
     WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
 
@@ -115,20 +115,20 @@ def _call(table: str, what: str, b, *args):
     return getattr(b.fb, f"{table}{what}")(b, *args)
 
 
-def _f(b, table: str, name: str) -> tuple:
-    """The spec of field `name` of `table` in this target's bindings (serialize.tables)."""
-    spec = b.specs.get((table, name))
-    if spec is None:
-        spec = b.specs[(table, name)] = tables.field(b.fb, table, name)
-    return spec
+def _specs(b, table: str, names: tuple) -> tuple:
+    """(slot count, field specs) of `table`'s fields `names` in this target's bindings
+    (serialize.tables), worked out once per build."""
+    got = b.specs.get((table, names))
+    if got is None:
+        got = b.specs[(table, names)] = (tables.num_fields(b.fb, table),
+                                         tuple(tables.field(b.fb, table, k) for k in names))
+    return got
 
 
-def _table(b, table: str, items) -> int:
-    """Write `table` with [(field name, value)] in the order given."""
-    n = b.nfields.get(table)
-    if n is None:
-        n = b.nfields[table] = tables.num_fields(b.fb, table)
-    return tables.table(b, n, [(_f(b, table, k), v) for k, v in items])
+def _table(b, table: str, names: tuple, values) -> int:
+    """Write `table` with its fields `names` (schema names) set to `values`, in that order."""
+    n, specs = _specs(b, table, names)
+    return tables.table(b, n, zip(specs, values))
 
 
 def _vector(b, values, dtype) -> int:
@@ -148,11 +148,13 @@ def _tensor_info(b, info: TensorInfo) -> int:
     # per-axis scales (slots 4 and 5, the 20.08 format on; verify refuses them for 19.02):
     # Arm NN's deserializer takes a tensor as per-axis when the vector is present
     scales = None if info.scales is None else _vector(b, info.scales, np.float32)
-    items = [("Dimensions", dims), ("DataType", int(info.dtype)), ("QuantizationScale", info.scale),
-             ("QuantizationOffset", info.offset)]
-    if scales is not None:
-        items += [("QuantizationScales", scales), ("QuantizationDim", info.quant_dim)]
-    return _table(b, "TensorInfo", items)
+    if scales is None:
+        return _table(b, "TensorInfo", _TENSOR_INFO, (dims, int(info.dtype), info.scale, info.offset))
+    return _table(b, "TensorInfo", _TENSOR_INFO + ("QuantizationScales", "QuantizationDim"),
+                  (dims, int(info.dtype), info.scale, info.offset, scales, info.quant_dim))
+
+
+_TENSOR_INFO = ("Dimensions", "DataType", "QuantizationScale", "QuantizationOffset")
 
 
 def _const_tensor(b, t: ConstTensor) -> int:
@@ -165,9 +167,9 @@ def _const_tensor(b, t: ConstTensor) -> int:
         if raw.size % elem.itemsize:
             raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
         data = _vector(b, raw.view(elem), elem)
-    data_table = _table(b, t.storage.name, [("Data", data)])
+    data_table = _table(b, t.storage.name, ("Data",), (data,))
     info = _tensor_info(b, t.info)
-    return _table(b, "ConstTensor", [("Info", info), ("DataType", int(t.storage)), ("Data", data_table)])
+    return _table(b, "ConstTensor", ("Info", "DataType", "Data"), (info, int(t.storage), data_table))
 
 
 def _shared_const(b, t: ConstTensor) -> int:
@@ -188,48 +190,54 @@ def _descriptor_plan(b, cls) -> tuple:
         fs = dataclasses.fields(cls)
         vectors = [(f.name, f.metadata.get("elem", "uint32")) for f in fs]
         written = [(f.name, schema_name(f.name)) for f in fs if b.target.at_least(since(f))]
-        plan = b.plans[cls] = (vectors, written)
+        plan = b.plans[cls] = (vectors, written, tuple(s for _, s in written))
     return plan
 
 
 def _descriptor(b, desc) -> int:
     table = type(desc).__name__
-    vectors, written = _descriptor_plan(b, type(desc))
+    vectors, written, names = _descriptor_plan(b, type(desc))
     children = {}
     for name, elem in vectors:
         v = getattr(desc, name)
         if name == "view_origins":  # [UintVector]
-            subs = [_table(b, "UintVector", [("Data", _vector(b, origin, np.uint32))]) for origin in v]
+            subs = [_table(b, "UintVector", ("Data",), (_vector(b, origin, np.uint32),)) for origin in v]
             children[name] = _tables_vector(b, table, "ViewOrigins", subs)
         elif isinstance(v, tuple):
             children[name] = _vector(b, v, elem)
-    return _table(b, table, [(sname, children[name] if name in children else getattr(desc, name))
-                             for name, sname in written])
+    return _table(b, table, names, [children[name] if name in children else getattr(desc, name)
+                                    for name, _ in written])
 
 
 def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
     name = b.CreateString(layer.name)
-    in_slots = [_table(b, "InputSlot", [("Index", i), ("Connection", tables.connection(positions[id(port.layer)],
-                                                                                        port.slot))])
+    in_slots = [_table(b, "InputSlot", ("Index", "Connection"),
+                       (i, tables.connection(positions[id(port.layer)], port.slot)))
                 for i, port in enumerate(layer.inputs)]
-    out_slots = [_table(b, "OutputSlot", [("Index", i), ("TensorInfo", _tensor_info(b, info))])
+    out_slots = [_table(b, "OutputSlot", ("Index", "TensorInfo"), (i, _tensor_info(b, info)))
                  for i, info in enumerate(layer.outputs)]
     ins = _tables_vector(b, "LayerBase", "InputSlots", in_slots)
     outs = _tables_vector(b, "LayerBase", "OutputSlots", out_slots)
-    return _table(b, "LayerBase", [("Index", index), ("LayerName", name), ("LayerType", int(layer.type)),
-                                   ("InputSlots", ins), ("OutputSlots", outs)])
+    return _table(b, "LayerBase", ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots"),
+                  (index, name, int(layer.type), ins, outs))
 
 
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     kind = LAYER_KINDS[layer.type]
     base = _layer_base(b, layer, index, positions)
     if layer.type in (LayerType.Input, LayerType.Output):
-        base = _table(b, "BindableLayerBase", [("Base", base), ("LayerBindingId", layer.binding_id)])
+        base = _table(b, "BindableLayerBase", ("Base", "LayerBindingId"), (base, layer.binding_id))
     desc = _descriptor(b, layer.desc) if kind.descriptor is not None else None
-    items = [("Base", base)] + ([("Descriptor", desc)] if desc is not None else [])
-    items += [(schema_name(k), _shared_const(b, layer.tensors[k])) for k in kind.tensors if k in layer.tensors]
-    table = _table(b, kind.table, items)
-    return _table(b, "AnyLayer", [("LayerType", b.union[kind.table]), ("Layer", table)])
+    names, values = ["Base"], [base]
+    if desc is not None:
+        names.append("Descriptor")
+        values.append(desc)
+    for k in kind.tensors:
+        if k in layer.tensors:
+            names.append(schema_name(k))
+            values.append(_shared_const(b, layer.tensors[k]))
+    table = _table(b, kind.table, tuple(names), values)
+    return _table(b, "AnyLayer", ("LayerType", "Layer"), (b.union[kind.table], table))
 
 
 def _feature_versions(b, binding_ids_scheme: int) -> int:
