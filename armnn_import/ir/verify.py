@@ -56,9 +56,6 @@ def _structure(graph) -> list[str]:
                                 f"which has {len(p.layer.outputs)} outputs")
     if problems:
         return problems
-    cycle = _find_cycle(graph)
-    if cycle:
-        return ["cycle: " + " -> ".join(repr(l.name) for l in cycle)]
     for i, layer in enumerate(graph.layers):
         for p in layer.inputs:
             if pos[id(p.layer)] > i:
@@ -66,6 +63,11 @@ def _structure(graph) -> list[str]:
                                 f"(position {pos[id(p.layer)]}) before it is defined; the layers are "
                                 "not in topological order (graph.toposort())")
                 break
+    # A cycle is reported instead of the order; layers in topological order (no problem
+    # above) have none, so the search runs only when the order is broken.
+    cycle = _find_cycle(graph) if problems else None
+    if cycle:
+        return ["cycle: " + " -> ".join(repr(l.name) for l in cycle)]
     for t in (LayerType.Input, LayerType.Output):
         layers = [l for l in graph.layers if l.type == t]
         ids = [l.binding_id for l in layers]
