@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import ArmnnImportError, ConversionError, LoadError
+from .gcpolicy import fewer_collections
 from .frontend import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
 from .report import Report
@@ -16,6 +17,7 @@ class ConversionResult:
     report: Report
     _buffer: memoryview | None = None
 
+    @fewer_collections()
     def buffer(self) -> memoryview:
         """The .armnn file's bytes as a read-only view of the serializer's buffer
         (serialized once, timed as the report's "write" phase; no copy)."""
@@ -25,6 +27,7 @@ class ConversionResult:
                 self._buffer = write_buffer(self.network).toreadonly()
         return self._buffer
 
+    @fewer_collections()
     def chunks(self):
         """(size, an iterator of the file's bytes in consecutive chunks), for writing a
         file: large weights come straight from their arrays (see serialize.write_chunks)."""
@@ -88,6 +91,7 @@ def _pick_frontend(model):
     return _load_frontend(fmt)
 
 
+@fewer_collections()
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
             conv_bias: str = "add", target: str | None = None, report: Report | None = None,

@@ -30,17 +30,29 @@ def _key(release: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+# Answers per (release, ...): verify() and the writer ask them for every layer.
+_AT_LEAST: dict[tuple[str, str], bool] = {}
+_HAS: dict[tuple, bool] = {}
+
+
 @dataclass(frozen=True)
 class Target:
     release: str
 
     def at_least(self, release: str) -> bool:
-        return _key(self.release) >= _key(release)
+        got = _AT_LEAST.get((self.release, release))
+        if got is None:
+            got = _AT_LEAST[(self.release, release)] = _key(self.release) >= _key(release)
+        return got
 
     def has(self, thing) -> bool:
         """Whether this release's format has a layer type (or anything with a `since`)."""
-        from .ir.descriptors import since
-        return self.at_least(since(thing))
+        key = (self.release, type(thing), thing)  # (the type too: equal IntEnums of two enums)
+        got = _HAS.get(key)
+        if got is None:
+            from .ir.descriptors import since
+            got = _HAS[key] = self.at_least(since(thing))
+        return got
 
     @property
     def bindings(self):

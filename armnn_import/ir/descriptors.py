@@ -46,26 +46,44 @@ def since(thing) -> str:
     raise TypeError(f"no release for {thing!r}")
 
 
-_HINTS: dict[type, list] = {}  # class -> [(field, type)]: get_type_hints is slow, and runs per layer
+_HINTS: dict[type, list] = {}  # class -> [(field, kind, type)]: get_type_hints is slow, and runs per layer
+_ENUM, _FLOAT, _BOOL, _INT, _TUPLE = range(5)
+
+
+def _kinds(cls) -> list:
+    out = []
+    for f, tp in typing.get_type_hints(cls).items():
+        if isinstance(tp, type) and issubclass(tp, IntEnum):
+            out.append((f, _ENUM, tp))
+        elif tp is float:
+            out.append((f, _FLOAT, tp))
+        elif tp is bool:
+            out.append((f, _BOOL, tp))
+        elif tp is int:
+            out.append((f, _INT, tp))
+        elif typing.get_origin(tp) is tuple:
+            out.append((f, _TUPLE, tp))
+    return out
 
 
 def _canonical(self):
     # Coerce every field to its declared type (enums, float32-rounded floats,
     # tuples of ints), so equal descriptors compare equal after a round trip.
+    # (A value already of its type, and floats 0 and 1, are kept as they are: the same result.)
     hints = _HINTS.get(type(self))
     if hints is None:
-        hints = _HINTS[type(self)] = list(typing.get_type_hints(type(self)).items())
-    for f, tp in hints:
+        hints = _HINTS[type(self)] = _kinds(type(self))
+    for f, kind, tp in hints:
         v = getattr(self, f)
-        if isinstance(tp, type) and issubclass(tp, IntEnum):
+        if kind == _ENUM or kind == _BOOL or kind == _INT:
+            if type(v) is tp:
+                continue
             v = tp(v)
-        elif tp is float:
+        elif kind == _FLOAT:
+            if type(v) is float and (v == 0.0 or v == 1.0):
+                continue
             v = float(np.float32(v))
-        elif tp is bool:
-            v = bool(v)
-        elif tp is int:
-            v = int(v)
-        elif typing.get_origin(tp) is tuple:
+        else:
             v = tuple(tuple(int(x) for x in e) if isinstance(e, (tuple, list, np.ndarray)) else int(e) for e in v)
         setattr(self, f, v)
 

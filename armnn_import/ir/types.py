@@ -254,10 +254,14 @@ class TensorInfo:
     quant_dim: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        object.__setattr__(self, "dtype", DataType(self.dtype))
-        object.__setattr__(self, "scale", float(np.float32(self.scale)))
-        object.__setattr__(self, "offset", int(self.offset))
+        # (fast paths for what most tensors hold: the checks cost less than the conversions)
+        object.__setattr__(self, "shape", tuple(map(int, self.shape)))
+        if type(self.dtype) is not DataType:
+            object.__setattr__(self, "dtype", DataType(self.dtype))
+        if type(self.scale) is not float or self.scale != 1.0:
+            object.__setattr__(self, "scale", float(np.float32(self.scale)))
+        if type(self.offset) is not int:
+            object.__setattr__(self, "offset", int(self.offset))
         if self.scales is not None:
             object.__setattr__(self, "scales", tuple(float(v) for v in np.asarray(self.scales, np.float32)))
         object.__setattr__(self, "quant_dim", int(self.quant_dim))

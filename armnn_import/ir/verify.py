@@ -56,9 +56,6 @@ def _structure(graph) -> list[str]:
                                 f"which has {len(p.layer.outputs)} outputs")
     if problems:
         return problems
-    cycle = _find_cycle(graph)
-    if cycle:
-        return ["cycle: " + " -> ".join(repr(l.name) for l in cycle)]
     for i, layer in enumerate(graph.layers):
         for p in layer.inputs:
             if pos[id(p.layer)] > i:
@@ -66,6 +63,11 @@ def _structure(graph) -> list[str]:
                                 f"(position {pos[id(p.layer)]}) before it is defined; the layers are "
                                 "not in topological order (graph.toposort())")
                 break
+    # A cycle is reported instead of the order; layers in topological order (no problem
+    # above) have none, so the search runs only when the order is broken.
+    cycle = _find_cycle(graph) if problems else None
+    if cycle:
+        return ["cycle: " + " -> ".join(repr(l.name) for l in cycle)]
     for t in (LayerType.Input, LayerType.Output):
         layers = [l for l in graph.layers if l.type == t]
         ids = [l.binding_id for l in layers]
@@ -186,7 +188,7 @@ def _beyond_target(layer, target) -> list[str]:
     return [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}; it is not written in the Arm NN "
             f"{target} format ({why(f)}; --target {since(f)} writes it), so it must keep its default "
             f"{show(f.default)}"
-            for f in later if not target.at_least(since(f)) and getattr(desc, f.name) != f.default] + \
+            for f in later if not target.has(f) and getattr(desc, f.name) != f.default] + \
         [f"descriptor field '{f.name}' is {show(getattr(desc, f.name))}, which the Arm NN {target} format "
          f"lacks (--target {since(getattr(desc, f.name))} has it)"
          for f in enums if not target.has(getattr(desc, f.name))]
@@ -194,10 +196,8 @@ def _beyond_target(layer, target) -> list[str]:
 
 def _tensor_beyond_target(layer, target) -> list[str]:
     """Data types and per-axis quantization that the target's TensorInfo cannot hold."""
-    infos = [(f"output {i}", info) for i, info in enumerate(layer.outputs)]
-    infos += [(f"constant '{k}'", ct.info) for k, ct in layer.tensors.items()]
     problems = []
-    for what, info in infos:
+    for what, info in _named_infos(layer):
         if not target.has(info.dtype):
             problems.append(f"{what} is {info.dtype.name}, which the Arm NN {target} format lacks "
                             f"(--target {since(info.dtype)} has it)")
@@ -205,6 +205,27 @@ def _tensor_beyond_target(layer, target) -> list[str]:
             problems.append(f"{what} has per-axis quantization, which the Arm NN {target} format lacks "
                             "(--target 20.08 has it)")
     return problems
+
+
+class _Name:
+    """The name of a layer's output or constant in a message, made only when one is written."""
+    __slots__ = ("kind", "key")
+
+    def __init__(self, kind, key):
+        self.kind, self.key = kind, key
+
+    def __str__(self):
+        return f"output {self.key}" if self.kind else f"constant '{self.key}'"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+def _named_infos(layer):
+    """(name, TensorInfo) of every output and constant of `layer`."""
+    for i, info in enumerate(layer.outputs):
+        yield _Name(True, i), info
+    for k, ct in layer.tensors.items():
+        yield _Name(False, k), ct.info
 
 
 UINT32, INT32 = (0, (1 << 32) - 1), (-(1 << 31), (1 << 31) - 1)
@@ -246,6 +267,8 @@ def _out_of_range(layer) -> list[str]:
         if isinstance(v, (IntEnum, bool, float)):
             continue  # enums and booleans are coerced on construction; floats are float32
         if isinstance(v, int):
+            if scalar_rng[0] <= v <= scalar_rng[1]:
+                continue  # (most fields: no list to build)
             rng = scalar_rng
             values = [v]
         elif isinstance(v, tuple):
@@ -257,9 +280,7 @@ def _out_of_range(layer) -> list[str]:
         if out:
             problems.append(f"descriptor field '{name}' holds {out[0]}, outside the schema's "
                             f"{'int32' if rng == INT32 else 'uint32'} range")
-    tensors = [(f"output {i}", info) for i, info in enumerate(layer.outputs)]
-    tensors += [(f"constant '{k}'", ct.info) for k, ct in layer.tensors.items()]
-    for what, info in tensors:
+    for what, info in _named_infos(layer):
         if info.shape and (min(info.shape) < 0 or max(info.shape) > UINT32[1]):
             problems.append(f"{what} shape {info.shape} has a dimension outside the uint32 range")
         if not INT32[0] <= info.offset <= INT32[1]:

@@ -8,6 +8,7 @@ schemas changed some defaults.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import mmap
 import struct
 from typing import Iterator
@@ -16,10 +17,12 @@ import flatbuffers
 import numpy as np
 
 from ..errors import SerializationError
-from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, schema_name, since
+from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, since
+from ..ir.descriptors import schema_name as _schema_name
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
 from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
+from . import tables
 
 FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
@@ -51,6 +54,9 @@ class _Builder(flatbuffers.Builder):
         self.defer_min, self.deferred = defer_min, []
         self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
         self.grown = 0  # how many times the estimate was too small (for the tests)
+        self.specs, self.plans = {}, {}  # per table and fields (_specs), per descriptor class
+
+    WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
 
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
@@ -103,19 +109,39 @@ def _release_mapped(x: np.ndarray) -> None:
         base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
+schema_name = functools.lru_cache(maxsize=None)(_schema_name)
+
+
 def _call(table: str, what: str, b, *args):
     return getattr(b.fb, f"{table}{what}")(b, *args)
 
 
+def _specs(b, table: str, names: tuple) -> tuple:
+    """(slot count, field specs) of `table`'s fields `names` in this target's bindings
+    (serialize.tables), worked out once per build."""
+    got = b.specs.get((table, names))
+    if got is None:
+        got = b.specs[(table, names)] = (tables.num_fields(b.fb, table),
+                                         tuple(tables.field(b.fb, table, k) for k in names))
+    return got
+
+
+def _table(b, table: str, names: tuple, values) -> int:
+    """Write `table` with its fields `names` (schema names) set to `values`, in that order."""
+    n, specs = _specs(b, table, names)
+    return tables.table(b, n, zip(specs, values))
+
+
 def _vector(b, values, dtype) -> int:
+    if isinstance(values, (tuple, list)) and (dtype is np.uint32 or dtype == "uint32" or dtype == "int32"):
+        off = tables.small_int_vector(b, values, "uint32" if dtype is np.uint32 else dtype)
+        if off is not None:
+            return off
     return b.CreateNumpyVector(np.ascontiguousarray(values, dtype=dtype).reshape(-1))
 
 
 def _tables_vector(b, table: str, field: str, offsets: list[int]) -> int:
-    _call(table, f"Start{field}Vector", b, len(offsets))
-    for off in reversed(offsets):
-        b.PrependUOffsetTRelative(off)
-    return b.EndVector()
+    return tables.offsets_vector(b, offsets)
 
 
 def _tensor_info(b, info: TensorInfo) -> int:
@@ -123,15 +149,13 @@ def _tensor_info(b, info: TensorInfo) -> int:
     # per-axis scales (slots 4 and 5, the 20.08 format on; verify refuses them for 19.02):
     # Arm NN's deserializer takes a tensor as per-axis when the vector is present
     scales = None if info.scales is None else _vector(b, info.scales, np.float32)
-    b.fb.TensorInfoStart(b)
-    b.fb.TensorInfoAddDimensions(b, dims)
-    b.fb.TensorInfoAddDataType(b, int(info.dtype))
-    b.fb.TensorInfoAddQuantizationScale(b, info.scale)
-    b.fb.TensorInfoAddQuantizationOffset(b, info.offset)
-    if scales is not None:
-        b.fb.TensorInfoAddQuantizationScales(b, scales)
-        b.fb.TensorInfoAddQuantizationDim(b, info.quant_dim)
-    return b.fb.TensorInfoEnd(b)
+    if scales is None:
+        return _table(b, "TensorInfo", _TENSOR_INFO, (dims, int(info.dtype), info.scale, info.offset))
+    return _table(b, "TensorInfo", _TENSOR_INFO + ("QuantizationScales", "QuantizationDim"),
+                  (dims, int(info.dtype), info.scale, info.offset, scales, info.quant_dim))
+
+
+_TENSOR_INFO = ("Dimensions", "DataType", "QuantizationScale", "QuantizationOffset")
 
 
 def _const_tensor(b, t: ConstTensor, arr=None, info=None) -> int:
@@ -145,16 +169,9 @@ def _const_tensor(b, t: ConstTensor, arr=None, info=None) -> int:
         if raw.size % elem.itemsize:
             raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
         data = _vector(b, raw.view(elem), elem)
-    kind = t.storage.name
-    _call(kind, "Start", b)
-    _call(kind, "AddData", b, data)
-    data_table = _call(kind, "End", b)
+    data_table = _table(b, t.storage.name, ("Data",), (data,))
     info = _tensor_info(b, t.info if info is None else info)
-    b.fb.ConstTensorStart(b)
-    b.fb.ConstTensorAddInfo(b, info)
-    b.fb.ConstTensorAddDataType(b, int(t.storage))
-    b.fb.ConstTensorAddData(b, data_table)
-    return b.fb.ConstTensorEnd(b)
+    return _table(b, "ConstTensor", ("Info", "DataType", "Data"), (info, int(t.storage), data_table))
 
 
 def _shared_const(b, t: ConstTensor) -> int:
@@ -177,79 +194,66 @@ def _file_tensor(b, layer, k: str) -> int:
     return _shared_const(b, t)
 
 
+def _descriptor_plan(b, cls) -> tuple:
+    """(vectors, fields) of a descriptor class for this target: the vector fields, written
+    first (all of them, as before: a field this format lacks still leaves its vector), and
+    the fields the format has, in order, as (name, schema name)."""
+    plan = b.plans.get(cls)
+    if plan is None:
+        fs = dataclasses.fields(cls)
+        vectors = [(f.name, f.metadata.get("elem", "uint32")) for f in fs]
+        written = [(f.name, schema_name(f.name)) for f in fs if b.target.at_least(since(f))]
+        plan = b.plans[cls] = (vectors, written, tuple(s for _, s in written))
+    return plan
+
+
 def _descriptor(b, desc) -> int:
     table = type(desc).__name__
+    vectors, written, names = _descriptor_plan(b, type(desc))
     children = {}
-    for f in dataclasses.fields(desc):
-        v = getattr(desc, f.name)
-        if f.name == "view_origins":  # [UintVector]
-            subs = []
-            for origin in v:
-                data = _vector(b, origin, np.uint32)
-                b.fb.UintVectorStart(b)
-                b.fb.UintVectorAddData(b, data)
-                subs.append(b.fb.UintVectorEnd(b))
-            children[f.name] = _tables_vector(b, table, "ViewOrigins", subs)
+    for name, elem in vectors:
+        v = getattr(desc, name)
+        if name == "view_origins":  # [UintVector]
+            subs = [_table(b, "UintVector", ("Data",), (_vector(b, origin, np.uint32),)) for origin in v]
+            children[name] = _tables_vector(b, table, "ViewOrigins", subs)
         elif isinstance(v, tuple):
-            children[f.name] = _vector(b, v, f.metadata.get("elem", "uint32"))
-    _call(table, "Start", b)
-    for f in dataclasses.fields(desc):
-        if not b.target.at_least(since(f)):  # not in this format (verify() checked it is the default)
-            continue
-        _call(table, f"Add{schema_name(f.name)}", b, children.get(f.name, getattr(desc, f.name)))
-    return _call(table, "End", b)
+            children[name] = _vector(b, v, elem)
+    return _table(b, table, names, [children[name] if name in children else getattr(desc, name)
+                                    for name, _ in written])
 
 
 def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
     name = b.CreateString(layer.name)
-    in_slots = []
-    for i, port in enumerate(layer.inputs):
-        b.fb.InputSlotStart(b)
-        b.fb.InputSlotAddIndex(b, i)
-        b.fb.InputSlotAddConnection(b, b.fb.CreateConnection(b, positions[id(port.layer)], port.slot))
-        in_slots.append(b.fb.InputSlotEnd(b))
-    out_slots = []
-    for i, info in enumerate(layer.outputs):
-        ti = _tensor_info(b, info)
-        b.fb.OutputSlotStart(b)
-        b.fb.OutputSlotAddIndex(b, i)
-        b.fb.OutputSlotAddTensorInfo(b, ti)
-        out_slots.append(b.fb.OutputSlotEnd(b))
+    in_slots = [_table(b, "InputSlot", ("Index", "Connection"),
+                       (i, tables.connection(positions[id(port.layer)], port.slot)))
+                for i, port in enumerate(layer.inputs)]
+    out_slots = [_table(b, "OutputSlot", ("Index", "TensorInfo"), (i, _tensor_info(b, info)))
+                 for i, info in enumerate(layer.outputs)]
     ins = _tables_vector(b, "LayerBase", "InputSlots", in_slots)
     outs = _tables_vector(b, "LayerBase", "OutputSlots", out_slots)
-    b.fb.LayerBaseStart(b)
-    b.fb.LayerBaseAddIndex(b, index)
-    b.fb.LayerBaseAddLayerName(b, name)
-    b.fb.LayerBaseAddLayerType(b, int(layer.type))
-    b.fb.LayerBaseAddInputSlots(b, ins)
-    b.fb.LayerBaseAddOutputSlots(b, outs)
-    return b.fb.LayerBaseEnd(b)
+    return _table(b, "LayerBase", ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots"),
+                  (index, name, int(layer.type), ins, outs))
 
 
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     kind = LAYER_KINDS[layer.type]
     base = _layer_base(b, layer, index, positions)
     if layer.type in (LayerType.Input, LayerType.Output):
-        b.fb.BindableLayerBaseStart(b)
-        b.fb.BindableLayerBaseAddBase(b, base)
-        b.fb.BindableLayerBaseAddLayerBindingId(b, layer.binding_id)
-        base = b.fb.BindableLayerBaseEnd(b)
+        base = _table(b, "BindableLayerBase", ("Base", "LayerBindingId"), (base, layer.binding_id))
     desc = _descriptor(b, layer.desc) if kind.descriptor is not None and \
         b.target.at_least(kind.descriptor_since) else None  # (the 19.02 GatherLayer has none)
     tensors = {k: _file_tensor(b, layer, k) for k in kind.tensors if k in layer.tensors}
     if kind.params:  # the tensors sit in a nested table (LstmInputParams), the layer's inputParams
         tensors = {"input_params": _params_table(b, kind.params, tensors)}
-    _call(kind.table, "Start", b)
-    _call(kind.table, "AddBase", b, base)
+    names, values = ["Base"], [base]
     if desc is not None:
-        _call(kind.table, "AddDescriptor", b, desc)
+        names.append("Descriptor")
+        values.append(desc)
     for k, off in tensors.items():
-        _call(kind.table, f"Add{schema_name(k)}", b, off)
-    table = _call(kind.table, "End", b)
-    b.fb.AnyLayerStart(b)
-    b.fb.AnyLayerAddLayerType(b, UNION_ORDER.index(kind.table) + 1)
-    b.fb.AnyLayerAddLayer(b, table)
-    return b.fb.AnyLayerEnd(b)
+        names.append(schema_name(k))
+        values.append(off)
+    table = _table(b, kind.table, tuple(names), values)
+    return _table(b, "AnyLayer", ("LayerType", "Layer"), (b.union[kind.table], table))
 
 
 def _params_table(b, table: str, tensors: dict[str, int]) -> int:
@@ -329,6 +333,7 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     b = _Builder(_estimate(graph, weight_bytes) if buffer_size is None else buffer_size, defer_min)
     b.ForceDefaults(True)
     b.target, b.fb = graph.target, graph.target.bindings
+    b.union = {t: i + 1 for i, t in enumerate(UNION_ORDER)}
     positions = {id(l): i for i, l in enumerate(graph.layers)}
     layers = []
     for i, l in enumerate(graph.layers):

@@ -23,6 +23,7 @@ from armnn_import.errors import LoadError
 from armnn_import.frontends import open_regular
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
 
+from .fasttable import fast
 from .sparse import SparsityError, bypass_densify, densify, read_sparsity
 
 # TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
@@ -162,7 +163,7 @@ def _load(source) -> TFModel:
         root = struct.unpack_from("<I", buf, 0)[0]
         if root + 4 > len(buf):
             raise LoadError("malformed TFLite file: the root offset points past the end of the file")
-        model = Model.GetRootAs(buf, 0)
+        model = fast(Model.GetRootAs(buf, 0))
     else:  # an in-memory tflite.Model
         model = source
         buf = model._tab.Bytes
@@ -179,12 +180,12 @@ def _load(source) -> TFModel:
     if nsub == 0:
         raise LoadError("the TFLite model has no subgraph")
     nbuf = budget.count(model.BuffersLength(), 4, "the buffer list")
-    sg = model.Subgraphs(0)
+    sg = fast(model.Subgraphs(0))
     if sg is None:
         raise LoadError("malformed TFLite file: subgraph 0 is missing")
 
     ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
-    tensors = [_tensor(model, sg.Tensors(i), i, nbuf, budget, len(buf), constants) for i in range(ntens)]
+    tensors = [_tensor(model, fast(sg.Tensors(i)), i, nbuf, budget, len(buf), constants) for i in range(ntens)]
 
     def refs(getter, n, what, allow_optional=False):
         arr = _numpy(getter, n, budget, what)
@@ -201,7 +202,7 @@ def _load(source) -> TFModel:
         raise LoadError("the TFLite model has no outputs")
     ops = []
     for i in range(budget.count(sg.OperatorsLength(), 4, "the operator list")):
-        o = sg.Operators(i)
+        o = fast(sg.Operators(i))
         if o is None:
             raise LoadError(f"malformed TFLite file: operator {i} is missing")
         idx = o.OpcodeIndex()
@@ -293,7 +294,7 @@ def _check_quant(name: str, type_: int, scale: np.ndarray, zp: np.ndarray) -> No
 
 
 def _buffer(model, b, budget, size) -> np.ndarray | None:
-    buf = model.Buffers(b)
+    buf = fast(model.Buffers(b))
     if buf is None:
         raise LoadError(f"malformed TFLite file: buffer {b} is missing")
     off, n = int(buf.Offset()), int(buf.Size())
