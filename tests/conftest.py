@@ -82,6 +82,11 @@ def armnn_release_runner(request, armnn_runner_for):
 
 
 # --- test tiers (tests/tiers.py): unit, runtime, corpus, fuzz, slow ----------------------------
+@pytest.fixture(autouse=True)
+def _harness_tests_need_the_harness(request):
+    tiers.skip_harness_test_on_executor(request)
+
+
 def pytest_collection_modifyitems(config, items):
     tiers.mark(items)
 

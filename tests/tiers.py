@@ -210,3 +210,14 @@ def report_fallback(item, call, rep):
                         f"{why}: numbers checked on the numpy executor only (they agree), not on Arm NN")
     elif rep.failed:
         rep.sections.append(("armnn-import", f"run on the numpy executor: {why}"))
+
+
+def skip_harness_test_on_executor(request):
+    """A ``harness`` test asks about the runner program itself: with the executor standing in
+    it has nothing to test, so it skips with the harness's reason."""
+    if not FALLBACK or not request.node.get_closest_marker("harness"):
+        return
+    for name in sorted({"armnn_runner", "armnn_release_runner"} & set(request.fixturenames)):
+        run = request.getfixturevalue(name)
+        if isinstance(run, _ExecutorRunner):
+            pytest.skip(f"{run.why}; this test examines the Arm NN runner program itself")
