@@ -17,7 +17,7 @@ from ..ir.graph import Graph, Layer, Port
 from ..ir.types import ConstTensor, ConstTensorData, DataType, LayerType, TensorInfo
 from ..target import Target
 from . import armnn_schema_23_08_generated as fb_latest
-from .writer import FILE_IDENTIFIER, _STORAGE_DTYPE
+from .writer import FILE_IDENTIFIER, STORAGE_DTYPE
 
 _KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
 
@@ -89,7 +89,7 @@ def _const_tensor(buf, ct, what: str) -> ConstTensor:
     if table is None:
         raise ReadError(f"{what}: constant tensor without data")
     data = _table(table, getattr(fb, storage.name))
-    elem = np.dtype(_STORAGE_DTYPE[storage]).itemsize
+    elem = np.dtype(STORAGE_DTYPE[storage]).itemsize
     n = data.DataLength()
     buf.check_len(n, elem, what)
     need = info.num_elements * info.dtype.np_dtype.itemsize

@@ -24,7 +24,7 @@ FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
 _RELEASE_MIN_BYTES = 1 << 20
 
-_STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
+STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
                   ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
 
 
@@ -134,7 +134,7 @@ def _tensor_info(b, info: TensorInfo) -> int:
 
 
 def _const_tensor(b, t: ConstTensor) -> int:
-    elem = np.dtype(_STORAGE_DTYPE[t.storage])
+    elem = np.dtype(STORAGE_DTYPE[t.storage])
     arr = t.stored
     if arr.dtype.itemsize == elem.itemsize and arr.ndim:
         data = b.CreateNumpyVector(arr.view(elem))  # a strided view is copied (transposed) once, here

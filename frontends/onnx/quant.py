@@ -36,7 +36,7 @@ from onnx import numpy_helper
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import PER_CHANNEL_EXACT, requantize_weights
+from armnn_import.lowering.quant import DEQUANTIZE_HINT, PER_CHANNEL_EXACT, requantize_weights
 from armnn_import.registry import OpEntry
 
 MS_DOMAIN = "com.microsoft"
@@ -47,7 +47,6 @@ QUANT_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLi
 # Float converters that only move bytes: on a quantized input they keep its quantization.
 MOVES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Split", "Slice",
                    "DepthToSpace", "SpaceToDepth"})
-DEQUANTIZE_HINT = "--dequantize converts the whole model to float (quantize/dequantize pairs become identities)"
 QDQ_OPS: dict = {}  # op -> converter of the float operator on quantized inputs (filled by ops/qlinear.py)
 
 

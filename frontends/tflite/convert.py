@@ -18,7 +18,6 @@ from .model import TFModel, Tensor, load, read_model_file
 
 FLOAT32, FLOAT16, INT32, UINT8, INT64, BOOL, INT16, INT8 = 0, 1, 2, 3, 4, 6, 7, 9
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
-DEQUANTIZE_HINT = "--dequantize converts the whole model to float"
 # Operators whose converters evaluate them when all their inputs are constants.
 FOLDABLE = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "EQUAL", "GREATER", "LESS", "RESHAPE",
             "BROADCAST_TO", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL",

@@ -370,3 +370,9 @@ def _pad_or_crop(ctx, x, before, after, name):
                         [None, None, shape[2] - crop_e[0], shape[3] - crop_e[1]], [1, 1, 1, 1], f"{name}_crop")
     pads = [(0, 0), (0, 0), (max(before[0], 0), max(after[0], 0)), (max(before[1], 0), max(after[1], 0))]
     return ctx.b.pad(x, pads, f"{name}_pad")
+
+
+# The geometry helpers the quantized operators (qlinear.py) share, under public names; the
+# converters here call them by the short ones.
+spatial_rank_check, to_4d, pair, pads, back = _spatial_rank_check, _to_4d, _pair, _pads, _back
+conv_operands, pool_geometry, kernel = _conv_operands, _pool_geometry, _kernel

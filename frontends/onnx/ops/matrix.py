@@ -161,3 +161,6 @@ def gemm(ctx, node):
     return ctx.to_shape(y, (m, nn), f"{n}_shape")
 
 
+
+
+fc_last = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qlinear.py)

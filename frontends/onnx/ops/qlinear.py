@@ -20,9 +20,15 @@ from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
 from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qdq, qparams
 from ..registry import all_checks, needs_const, register
 from .common import binary, broadcast, mean, norm_axes, varying_axis
-from .conv import (_back, _conv_operands, _kernel, _pads, _pair, _pool_geometry, _spatial_rank_check,
-                   _to_4d)
-from .matrix import _fc
+from .conv import back as _back
+from .conv import conv_operands as _conv_operands
+from .conv import kernel as _kernel
+from .conv import pads as _pads
+from .conv import pair as _pair
+from .conv import pool_geometry as _pool_geometry
+from .conv import spatial_rank_check as _spatial_rank_check
+from .conv import to_4d as _to_4d
+from .matrix import fc_last as _fc
 
 
 def _params(ctx, node, si: int, zi: int) -> tuple[float, int]:

@@ -11,7 +11,9 @@ from armnn_import.lowering.compare import COMPARE, safe_constant
 
 from .. import quant as Q
 from . import REGISTRY
-from .shape import _fold_size
+from .common import float_only as _float_only
+from .common import fold_size as _fold_size
+from .common import quant_constant
 
 NUMPY = {LT.Addition: np.add, LT.Subtraction: np.subtract, LT.Multiplication: np.multiply,
          LT.Division: np.divide, LT.Maximum: np.maximum, LT.Minimum: np.minimum,
@@ -64,26 +66,6 @@ def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None):
         return nb.batchnorm(x, -one if const_first else one, per if const_first else -per, axis, name, quant=q)
     k = quant_constant(ctx, x, c, cquant, f"{name}_const")
     return nb.binary(ltype, k, x, name, quant=q) if const_first else nb.binary(ltype, x, k, name, quant=q)
-
-
-def quant_constant(ctx, like, values, quant, name):
-    """A quantized constant tensor without a Constant layer: one element of `like`
-    through a FullyConnected whose weights are zero and whose Signed32 bias holds
-    the values at 1/1024 of the output step, so they encode exactly."""
-    from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
-
-    nb = ctx.nb
-    values = Q.finite(np.asarray(values, np.float64), f"constant {name!r}")
-    scale, offset = quant if quant is not None else Q.covering_quant(float(values.min()), float(values.max()))
-    one = nb.reshape(nb.slice(like, [0] * like.info.rank, [1] * like.info.rank, [1] * like.info.rank,
-                              f"{name}_pick"), (1, 1), f"{name}_flat")
-    w_scale = float(np.float32(scale / 1024.0 / like.info.scale))
-    w = ConstTensor(np.zeros((values.size, 1), np.uint8),
-                    TensorInfo((values.size, 1), DataType.QuantisedAsymm8, w_scale, 0))
-    bias = Q.bias_int32(values.reshape(-1), float(np.float32(like.info.scale * w_scale)))
-    y = nb.fully_connected(one, w, bias, name, quant=(scale, offset))
-    ctx.report.decomposition("quantized constant", "FullyConnected with zero weights and the values as bias")
-    return nb.reshape(y, values.shape or (1,), f"{name}_shape")
 
 
 def fold_binary(ctx, op, fn, a, b):
@@ -222,12 +204,6 @@ def add_n(ctx, op):
 
 
 # -- unary -------------------------------------------------------------------------------------
-def _float_only(op, ctx):
-    if ctx.is_quant(op.inputs[0]) or ctx.is_quant(op.outputs[0]):
-        return "quantized form has no exact lowering (it needs float intermediates)"
-    return None
-
-
 def _activation(fn, a=0.0, b=0.0):
     def convert(ctx, op):
         x = ctx.port(op.inputs[0])

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.types import DataType, LayerType
+from armnn_import.lowering.quant import DEQUANTIZE_HINT
 
 from .. import quant as Q
-from ..convert import DEQUANTIZE_HINT
 from . import REGISTRY
 
 

@@ -8,8 +8,8 @@ from armnn_import.ir.types import (DataLayout, LayerType, NormalizationAlgorithm
                                    NormalizationAlgorithmMethod, PoolingAlgorithm)
 from armnn_import.lowering import Unsupported
 
-from .elementwise import _float_only
-from .shape import _scalar_shape
+from .common import float_only as _float_only
+from .common import scalar_shape as _scalar_shape
 from . import REGISTRY
 
 NHWC = DataLayout.NHWC

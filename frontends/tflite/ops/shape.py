@@ -12,12 +12,14 @@ from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, 
 from armnn_import.lowering import Unsupported
 
 from . import REGISTRY
+from .common import fold_size as _fold_size
+from .common import quant_constant
+from .common import scalar_shape as _scalar_shape
 
 NHWC = DataLayout.NHWC
 MAX_SLICES = 32  # above this many pieces a constant gather becomes a FullyConnected selection
 MAX_MATRIX = 1 << 26  # elements of a constant selection or interpolation matrix
 MAX_COPIES = 4096  # Merger inputs made by TILE
-MAX_FOLDED = 1 << 26  # elements of a constant computed at conversion time
 
 
 def _all_const(ctx, op, inputs=None) -> bool:
@@ -37,17 +39,6 @@ def _value(ctx, i):
     return ctx.const(i) if t.quant is not None or t.data.dtype.kind == "f" else t.data
 
 
-def _fold_size(shape, what):
-    """Refuse a constant result too large to compute at conversion time (before allocating it)."""
-    n = math.prod(int(d) for d in shape)
-    if n > MAX_FOLDED:
-        raise Unsupported(f"{what} would make a constant of {n:,} elements (at most {MAX_FOLDED:,})")
-
-
-def _scalar_shape(shape):
-    return tuple(shape) or (1,)
-
-
 def _axis(a: int, rank: int) -> int:
     if not -rank <= a < rank:
         raise Unsupported(f"axis {a} out of range for rank {rank}")
@@ -56,8 +47,6 @@ def _axis(a: int, rank: int) -> int:
 
 def materialize(ctx, i, like):
     """A constant operand as a runtime tensor of like's type, without a Constant layer."""
-    from .elementwise import quant_constant
-
     t = ctx.t(i)
     if like.info.dtype.is_quantized:
         q = ctx.qparams(i) if t.quant is not None and t.quant.per_tensor and t.type in (3, 9) else None
