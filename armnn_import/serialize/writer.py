@@ -24,8 +24,9 @@ FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
 _RELEASE_MIN_BYTES = 1 << 20
 
-STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
+_STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
                   ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
+STORAGE_DTYPE = _STORAGE_DTYPE  # the element type of each ConstTensorData (reader.py too)
 
 
 class _Builder(flatbuffers.Builder):
@@ -134,7 +135,7 @@ def _tensor_info(b, info: TensorInfo) -> int:
 
 
 def _const_tensor(b, t: ConstTensor) -> int:
-    elem = np.dtype(STORAGE_DTYPE[t.storage])
+    elem = np.dtype(_STORAGE_DTYPE[t.storage])
     arr = t.stored
     if arr.dtype.itemsize == elem.itemsize and arr.ndim:
         data = b.CreateNumpyVector(arr.view(elem))  # a strided view is copied (transposed) once, here
