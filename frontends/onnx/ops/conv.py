@@ -12,6 +12,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import OutputShapeRounding, PoolingAlgorithm
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.padding import same_pads
 
 from ..registry import all_checks, needs_const, register
 from . import conv3d
@@ -63,8 +64,7 @@ def _pads(ctx, node, nd, in_hw, kernel, strides, dilations):
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         out = []
         for size, k, s, d in zip(in_hw, kernel, strides, dilations):
-            total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
-            small, big = total // 2, total - total // 2
+            small, big = same_pads(size, k, s, d)
             out.append((small, big) if auto == "SAME_UPPER" else (big, small))
         return out[0][0], out[1][0], out[0][1], out[1][1]
     if auto == "VALID":

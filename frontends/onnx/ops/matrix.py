@@ -8,6 +8,7 @@ import numpy as np
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.matrix import fc_last
 
 from ..registry import register
 from .common import binary, broadcast, repeat
@@ -17,10 +18,7 @@ MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch en
 
 def _fc(ctx, x: Port, w_oi: np.ndarray, bias, name: str) -> Port:
     """x [..., K] @ w_oi.T -> [..., O] (the leading axes folded into the FC batch)."""
-    shape = x.info.shape
-    flat = ctx.b.reshape(x, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
-    y = ctx.b.fully_connected(flat, np.ascontiguousarray(w_oi, np.float32), bias, name)
-    return ctx.b.reshape(y, shape[:-1] + (w_oi.shape[0],), f"{name}_nd")
+    return fc_last(ctx.b, x, np.ascontiguousarray(w_oi, np.float32), bias, name)
 
 
 def matmul_runtime(ctx, a: Port, b: Port, name: str) -> Port:
@@ -163,4 +161,4 @@ def gemm(ctx, node):
 
 
 
-fc_last = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qlinear.py)
+fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qlinear.py)

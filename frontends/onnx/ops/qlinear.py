@@ -28,7 +28,7 @@ from .conv import pair as _pair
 from .conv import pool_geometry as _pool_geometry
 from .conv import spatial_rank_check as _spatial_rank_check
 from .conv import to_4d as _to_4d
-from .matrix import fc_last as _fc
+from .matrix import fc_nd as _fc
 
 
 def _params(ctx, node, si: int, zi: int) -> tuple[float, int]:

@@ -19,6 +19,7 @@ from armnn_import.ir import descriptors as D
 from armnn_import.ir.types import DataLayout
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.matrix import fc_along_axis
 
 from ..registry import needs_const, register
 from .common import norm_axes, repeat
@@ -87,18 +88,8 @@ def _repeat_factor(m: np.ndarray):
 
 
 def _apply_fc(ctx, x, axis, m, bias, name):
-    rank = x.info.rank
-    perm = [i for i in range(rank) if i != axis] + [axis]
-    xt = ctx.b.permute(x, perm, f"{name}_last")
-    shape = xt.info.shape
-    flat = ctx.b.reshape(xt, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
-    y = ctx.b.fully_connected(flat, m.astype(np.float32), None if not bias.any() else bias.astype(np.float32),
-                              f"{name}_fc")
-    y = ctx.b.reshape(y, shape[:-1] + (m.shape[0],), f"{name}_nd")
-    inv = [0] * rank
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return ctx.b.permute(y, inv, name)
+    return fc_along_axis(ctx.b, x, axis, m.astype(np.float32),
+                         None if not bias.any() else bias.astype(np.float32), name)
 
 
 def _apply_repeat(ctx, x, axis, r, name):

@@ -9,6 +9,7 @@ from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering import perchannel
+from armnn_import.lowering.padding import same_pads
 from armnn_import.lowering.qround import relabel
 from armnn_import.lowering.quant import (PER_CHANNEL_EXACT, channel_runs, quant_conv2d, quant_conv2d_nchw,
                                          requantize_weights)
@@ -27,9 +28,7 @@ def pads_1d(padding: int, size: int, k: int, stride: int, dilation: int = 1) -> 
     """TFLite's SAME/VALID padding of one spatial axis as (before, after)."""
     if padding == VALID:
         return 0, 0
-    out = -(-size // stride)
-    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
+    return same_pads(size, k, stride, dilation)
 
 
 def pads_2d(opts, hw, khw, strides, dil=(1, 1)) -> tuple[int, int, int, int]:

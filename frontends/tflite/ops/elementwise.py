@@ -10,6 +10,7 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, safe_constant
 
 from .. import quant as Q
+from .. import types as T
 from . import REGISTRY
 from .common import float_only as _float_only
 from .common import fold_size as _fold_size
@@ -91,7 +92,7 @@ def binary_op(ctx, op, ltype, swap=False):
         if x.info.dtype.is_quantized:
             ci = a if ca else b
             cq = ctx.qparams(ci) if ctx.t(ci).quant is not None and ctx.t(ci).quant.per_tensor \
-                and ctx.t(ci).type in (3, 9) and ci not in ctx.folded else None
+                and ctx.t(ci).type in (T.UINT8, T.INT8) and ci not in ctx.folded else None
             y = _quant_const(ctx, ltype, x, c, name, ca, q, cq)
         else:
             y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
@@ -99,7 +100,7 @@ def binary_op(ctx, op, ltype, swap=False):
 
 
 def _check_binary(op, ctx):
-    if op.op == "DIV" and any(ctx.t(i).type == 2 and not ctx.is_const(i) for i in op.inputs[:2]):
+    if op.op == "DIV" and any(ctx.t(i).type == T.INT32 and not ctx.is_const(i) for i in op.inputs[:2]):
         return "integer division (Arm NN divides in float and truncates differently)"
     return None
 
@@ -176,7 +177,7 @@ def squared_difference(ctx, op):
 
 
 @REGISTRY.register("FLOOR_DIV", since=1, until=3, check=lambda op, ctx: _float_only(op, ctx) or (
-    "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != 0 else None),
+    "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != T.FLOAT32 else None),
     layers=("Division", "Floor"))
 def floor_div(ctx, op):
     a, b = op.inputs[:2]
@@ -248,7 +249,7 @@ def ceil(ctx, op):
 
 @REGISTRY.register("ZEROS_LIKE", since=1, until=1, layers=("Activation",), notes="Linear(a=0, b=0)")
 def zeros_like(ctx, op):
-    if ctx.t(op.outputs[0]).type not in (0, 3, 9):
+    if ctx.t(op.outputs[0]).type not in (T.FLOAT32, T.UINT8, T.INT8):
         raise Unsupported("integer zeros (Arm NN computes activations in float)")
     ctx.set(op, 0, ctx.nb.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
 

@@ -11,6 +11,7 @@ from armnn_import.ir.types import DataType, LayerType
 from armnn_import.lowering.quant import DEQUANTIZE_HINT
 
 from .. import quant as Q
+from .. import types as T
 from . import REGISTRY
 
 
@@ -41,7 +42,7 @@ def dequantize(ctx, op):
     i = op.inputs[0]
     if ctx.is_const(i):
         t = ctx.t(i)
-        kind = "float16" if t.type == 1 else t.type_name.lower()
+        kind = "float16" if t.type == T.FLOAT16 else t.type_name.lower()
         ctx.report.quantization.append({"tensor": t.name, "decision": f"{kind} constant converted to float32"})
         ctx.fold(op, 0, ctx.const(i))
         return

@@ -11,6 +11,7 @@ from armnn_import.ir import descriptors as D
 from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
 from armnn_import.lowering import Unsupported
 
+from .. import types as T
 from . import REGISTRY
 from .common import fold_size as _fold_size
 from .common import quant_constant
@@ -49,9 +50,9 @@ def materialize(ctx, i, like):
     """A constant operand as a runtime tensor of like's type, without a Constant layer."""
     t = ctx.t(i)
     if like.info.dtype.is_quantized:
-        q = ctx.qparams(i) if t.quant is not None and t.quant.per_tensor and t.type in (3, 9) else None
+        q = ctx.qparams(i) if t.quant is not None and t.quant.per_tensor and t.type in (T.UINT8, T.INT8) else None
         return quant_constant(ctx, like, ctx.const(i), q, f"{t.name}_const")
-    if like.info.dtype != DataType.Float32 or (t.type not in (0, 1) and t.quant is None):
+    if like.info.dtype != DataType.Float32 or (t.type not in (T.FLOAT32, T.FLOAT16) and t.quant is None):
         raise Unsupported(f"constant tensor {t.name!r} would need a Constant layer here")
     return ctx.nb.constant(like, ctx.const(i), f"{t.name}_const")
 
