@@ -51,6 +51,7 @@ class OpRegistry:
                  layers: tuple[str, ...] = (), check: Callable | None = None, notes: str = "",
                  needs: str = "19.02"):
         def deco(fn):
+            fn = _named(fn, self.name, ops, since)
             for op in ops:
                 entry = OpEntry(op, since, until, fn, tuple(layers), check, notes, needs)
                 lst = self._entries.setdefault(op, [])
@@ -72,3 +73,16 @@ class OpRegistry:
 
     def entries(self) -> list[OpEntry]:
         return [e for op in sorted(self._entries) for e in self._entries[op]]
+
+
+def _named(fn, registry: str, ops, since: int):
+    """A converter made by a lambda or a factory (``for op in ...: register(op)(make(op))``) gets
+    a name of its own, ``<registry>_<op>_<since>``, so that tracebacks and profiles say which
+    operator ran rather than ``<lambda>`` or ``convert``."""
+    code = getattr(fn, "__code__", None)
+    if code is None or (code.co_name != "<lambda>" and "<locals>" not in fn.__qualname__):
+        return fn
+    name = "_".join((registry, *(op.replace(".", "_") for op in ops), str(since)))
+    fn.__code__ = code.replace(co_name=name, co_qualname=name)
+    fn.__name__ = fn.__qualname__ = name
+    return fn
