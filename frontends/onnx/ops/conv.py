@@ -109,7 +109,8 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     return w
 
 
-@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition"),
+@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "BatchNormalization",
+                  "BatchToSpaceNd", "SpaceToBatchNd"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     if _is_3d(ctx, node):
@@ -195,6 +196,9 @@ def _kernel(ctx, node, nd):
     return _pair(ks, nd, 1)
 
 
+_POOL_LAYERS = ("Pooling2d", "SpaceToBatchNd", "BatchToSpaceNd", "StridedSlice", "Reshape")  # dilated; 1-D
+
+
 def _pool(algo):
     def convert(ctx, node):
         if len(node.outputs) > 1 and node.outputs[1]:
@@ -215,11 +219,12 @@ def _pool(algo):
     return convert
 
 
-register("MaxPool", since=1, layers=("Pooling2d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
-register("AveragePool", since=1, layers=("Pooling2d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
+register("MaxPool", since=1, layers=_POOL_LAYERS, check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
+register("AveragePool", since=1, layers=_POOL_LAYERS, check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
 
 
-@register("LpPool", since=1, layers=("Pooling2d", "Activation"), check=_spatial_rank_check)
+@register("LpPool", since=1, layers=("Pooling2d", "Activation", "BatchToSpaceNd", "Normalization", "Reshape",
+                  "SpaceToBatchNd"), check=_spatial_rank_check)
 def lp_pool(ctx, node):
     p = float(ctx.attr(node, "p", 2))
     if p <= 0:
@@ -268,7 +273,7 @@ def _global_max(ctx, x, name):
     return ctx.b.reshape(y, shape[:2] + (1,) * (len(shape) - 2), f"{name}_shape")
 
 
-@register("GlobalMaxPool", since=1, layers=("Pooling2d",))
+@register("GlobalMaxPool", since=1, layers=("Pooling2d", "Reshape"))
 def global_max_pool(ctx, node):
     x = ctx.port(node, 0)
     _spatial_axes(ctx, x, node)

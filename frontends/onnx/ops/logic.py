@@ -108,27 +108,27 @@ def _boolean_result(ctx, port):
     return port
 
 
-@register("Equal", since=7, layers=("Equal",))
+@register("Equal", since=7, layers=("Equal", "Activation", "Reshape"))
 def equal(ctx, node):
     return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Greater", since=7, layers=("Greater",))
+@register("Greater", since=7, layers=("Greater", "Reshape"))
 def greater(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Less", since=7, layers=("Greater",))
+@register("Less", since=7, layers=("Greater", "Activation", "Reshape"))
 def less(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 1), ctx.val(node, 0), ctx.name(node))
 
 
-@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal"))
+@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal", "Comparison", "Reshape"))
 def greater_or_equal(ctx, node):
     return compare(ctx, "ge", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("LessOrEqual", since=12, layers=("Minimum", "Equal"))
+@register("LessOrEqual", since=12, layers=("Minimum", "Equal", "Comparison", "Reshape"))
 def less_or_equal(ctx, node):
     return compare(ctx, "le", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
@@ -155,7 +155,7 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum",))
+@register("Or", since=7, layers=("Maximum", "Activation", "Floor", "Reshape", "Subtraction"))
 def or_(ctx, node):
     a, b = _masks(ctx, node)
     return _boolean_result(ctx, binary(ctx, L.Maximum, a, b, ctx.name(node)))
@@ -168,7 +168,8 @@ def xor(ctx, node):
     return _boolean_result(ctx, ctx.b.activation(d, AF.Abs, ctx.name(node)))
 
 
-@register("Where", since=9, layers=("Minimum", "Maximum", "Activation"))
+@register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape",
+                  "StridedSlice", "Subtraction"))
 def where(ctx, node):
     """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected
     branch): with P = +inf where the condition holds and -inf elsewhere,

@@ -119,11 +119,13 @@ def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
     return ctx.b.reshape(y, batch + (sa[-2], b.shape[-1]), f"{name}_nd")
 
 
-@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean"))
+@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "Activation", "Merger",
+                  "Permute", "Reshape"))
 def matmul_(ctx, node):
     return matmul(ctx, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
-@register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition"))
+@register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition", "Activation", "Mean",
+                  "Multiplication", "Reshape"))
 def gemm(ctx, node):
     n = ctx.name(node)
     a, b = ctx.val(node, 0), ctx.val(node, 1)

@@ -89,7 +89,8 @@ def instance_norm(ctx, node):
     return _affine(ctx, y, ctx.const(node, 1).reshape(-1), ctx.const(node, 2).reshape(-1), 1, n)
 
 
-@register("LayerNormalization", since=17, layers=("Mean", "Subtraction", "Rsqrt", "Multiplication"),
+@register("LayerNormalization", since=17, layers=("Mean", "Subtraction", "Rsqrt", "Multiplication",
+                  "Activation", "BatchNormalization", "Reshape"),
           check=needs_const(1, 2, what="scale/bias"))
 def layer_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
@@ -130,7 +131,7 @@ def group_norm(ctx, node):
     return _affine(ctx, y, scale, shift, 1, f"{n}_affine")
 
 
-@register("MeanVarianceNormalization", since=9, layers=("Mean", "Subtraction", "Rsqrt"))
+@register("MeanVarianceNormalization", since=9, layers=("Mean", "Subtraction", "Rsqrt", "Activation", "Division"))
 def mvn(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     axes = norm_axes(ctx.attr(node, "axes", [0, 2, 3]), x.info.rank)

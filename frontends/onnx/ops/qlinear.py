@@ -69,7 +69,7 @@ def _no_block(node, ctx):
 
 
 # -- QuantizeLinear, DequantizeLinear --------------------------------------------------------------
-@register("QuantizeLinear", since=10, layers=("Activation",), check=all_checks(needs_const(1, 2), _no_block),
+@register("QuantizeLinear", since=10, layers=("Activation", "Quantize"), check=all_checks(needs_const(1, 2), _no_block),
           notes="absorbed into the tensor's quantization (a requantizing Linear when it changes); "
                 "a clamp to the quantization's range with --dequantize")
 def quantize_linear(ctx, node):
@@ -89,7 +89,7 @@ def quantize_linear(ctx, node):
     return ctx.b.linear(x, 1.0, 0.0, ctx.name(node), quant=q)
 
 
-@register("DequantizeLinear", since=10, layers=(), check=all_checks(needs_const(1, 2), _no_block),
+@register("DequantizeLinear", since=10, layers=("Dequantize",), check=all_checks(needs_const(1, 2), _no_block),
           notes="folded on constants; on a quantized tensor absorbed into its quantization; "
                 "identity with --dequantize")
 def dequantize_linear(ctx, node):
@@ -305,7 +305,8 @@ def qdq_gemm(ctx, node):
     return _matrix(ctx, node, a, b, src, bias, ctx.quant.out_quant(node), node.inputs[1])
 
 
-@register("QGemm", since=1, layers=("FullyConnected", "Permute"), check=needs_const(1, 2, 3, 4, 5, 6, 7, 8),
+@register("QGemm", since=1, layers=("FullyConnected", "Permute", "Convolution2d", "Reshape"),
+          check=needs_const(1, 2, 3, 4, 5, 6, 7, 8),
           notes="com.microsoft; a float output only with --dequantize")
 def qgemm(ctx, node):
     a = _gemm_inputs(ctx, node, _qport(ctx, node, 0, 1, 2))
@@ -450,7 +451,8 @@ def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
     return ctx.b.mean(x, axes, True, ctx.name(node), quant=yq)
 
 
-@register("QLinearGlobalAveragePool", since=1, layers=("Mean",), check=needs_const(1, 2, 3, 4),
+@register("QLinearGlobalAveragePool", since=1, layers=("Mean", "Activation", "Addition", "Multiplication",
+                  "Permute", "Subtraction"), check=needs_const(1, 2, 3, 4),
           notes="com.microsoft; channels_last too")
 def qlinear_global_average_pool(ctx, node):
     x = _qport(ctx, node, 0, 1, 2)

@@ -174,7 +174,7 @@ def resize10(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected", "Reshape"),
           check=needs_const(1, 2, 3, what="roi/scales/sizes"))
 def resize11(ctx, node):
     x = ctx.port(node, 0)

@@ -87,7 +87,7 @@ def transpose(ctx, node):
     return ctx.b.permute(x, perm, ctx.name(node))
 
 
-@register("Concat", since=4, layers=("Merger",))
+@register("Concat", since=4, layers=("Merger", "FullyConnected", "Reshape", "StridedSlice"))
 def concat(ctx, node):
     vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
     vals = [v for v in vals if int(np.prod(ctx.lshape(v), dtype=np.int64)) > 0]  # empty inputs add nothing
@@ -149,7 +149,8 @@ def _int_list(ctx, node, i) -> list[int]:
     return v.reshape(-1).tolist()
 
 
-@register("Slice", since=1, layers=("StridedSlice",), check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
+@register("Slice", since=1, layers=("StridedSlice", "Reshape"),
+          check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
 def slice_(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     shape = ctx.lshape(x)
@@ -185,7 +186,8 @@ def _pad_check(node, ctx):
     return needs_const(1, 2, 3, what="pads/value/axes")(node, ctx)
 
 
-@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger"), check=_pad_check)
+@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger", "Addition", "FullyConnected", "Reshape"),
+          check=_pad_check)
 def pad(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     shape = ctx.lshape(x)
@@ -313,7 +315,7 @@ def _gather_check(node, ctx):
     return None
 
 
-@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected"), check=_gather_check)
+@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Reshape"), check=_gather_check)
 def gather(ctx, node):
     data, indices, n = ctx.val(node, 0), ctx.val(node, 1), ctx.name(node)
     dshape, ishape = ctx.lshape(data), ctx.lshape(indices)

@@ -207,7 +207,7 @@ def conv_2d(ctx, op):
 @REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
                    layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
                            "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation",
-                           "Merger"),
+                           "Merger", "Convolution2d", "Permute"),
                    notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an "
                          "Addition of a per-channel constant; quantized bias inside the layer (rows of a "
                          "constant, from a Pad and an Addition, read by extra kernel rows); per-channel int8 "
@@ -246,7 +246,8 @@ def _check_transpose_conv(op, ctx):
 
 @REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, check=_check_transpose_conv,
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
-                           "FullyConnected", "BatchNormalization"),
+                           "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
+                           "StridedSlice"),
                    notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
@@ -302,7 +303,7 @@ def _check_fc(op, ctx):
 
 
 @REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
-                   layers=("FullyConnected", "Reshape", "Merger"),
+                   layers=("FullyConnected", "Reshape", "Merger", "Activation", "Convolution2d"),
                    notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
                          "per run of channels sharing a scale (up to 64)")
 def fully_connected(ctx, op):

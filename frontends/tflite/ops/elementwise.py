@@ -105,10 +105,13 @@ def _check_binary(op, ctx):
     return None
 
 
+# constants folded into Linear/BoundedReLu Activations or a BatchNormalization; a quantized one made by
+# a FullyConnected (StridedSlice, Reshape)
+_BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
 for _op, (_lt, _until) in {"ADD": (LT.Addition, 5), "SUB": (LT.Subtraction, 5), "MUL": (LT.Multiplication, 7),
                            "DIV": (LT.Division, 2), "MAXIMUM": (LT.Maximum, 4),
                            "MINIMUM": (LT.Minimum, 4)}.items():
-    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,),
+    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,) + _BROADCAST,
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
@@ -153,7 +156,9 @@ for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 3, ("Maximum", "Eq
                                       "LESS_EQUAL": ("le", 3, ("Minimum", "Equal")),
                                       "NOT_EQUAL": ("ne", 3, ("Maximum", "Minimum", "Activation", "Addition",
                                                               "Greater"))}.items():
-    REGISTRY.register(_op, since=1, until=_until, layers=_layers,
+    # the richer formats' Comparison; NOT_EQUAL's NaN constants are quantized by a FullyConnected
+    REGISTRY.register(_op, since=1, until=_until, layers=_layers + ("Comparison",) + (
+                          ("FullyConnected", "Reshape", "StridedSlice") if _kind == "ne" else ()),
                       notes={"ge": "Equal(Maximum(b, a), a)", "le": "Equal(Minimum(b, a), a)",
                              "ne": "Greater(max, min) with NaN sent to +-inf (NaN-exact)"}[_kind])(
         lambda ctx, op, _kind=_kind: compare_op(ctx, op, _kind))

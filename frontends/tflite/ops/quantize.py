@@ -36,7 +36,7 @@ def _check_dequantize(op, ctx):
             "Dequantize layer and one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=(),
+@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=("Dequantize",),
                    notes="constants (float16, int8) converted to float32; identity with --dequantize")
 def dequantize(ctx, op):
     i = op.inputs[0]
@@ -68,7 +68,7 @@ def _check_quantize(op, ctx):
             "one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation",),
+@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation", "Quantize"),
                    notes="requantization as Linear(a=1) into the new quantization")
 def quantize(ctx, op):
     i, o = op.inputs[0], op.outputs[0]

@@ -89,7 +89,7 @@ def reduce_max(ctx, op):
 
 
 @REGISTRY.register("REDUCE_MIN", since=1, until=3, check=_check_reduce,
-                   layers=("Activation", "Pooling2d", "Reshape"), notes="-max(-x)")
+                   layers=("Activation", "Pooling2d", "Reshape", "Permute"), notes="-max(-x)")
 def reduce_min(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
         nq = None if not x.info.dtype.is_quantized else (x.info.scale, 255 - x.info.offset)  # q -> 255 - q
@@ -100,7 +100,7 @@ def reduce_min(ctx, op):
 
 
 @REGISTRY.register("REDUCE_PROD", since=1, until=2, check=lambda op, ctx: _check_reduce(op, ctx) or
-                   _float_only(op, ctx), layers=("StridedSlice", "Multiplication", "Merger"),
+                   _float_only(op, ctx), layers=("StridedSlice", "Multiplication", "Merger", "Reshape"),
                    notes="pairwise products of halves, log2(n) levels per axis")
 def reduce_prod(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):

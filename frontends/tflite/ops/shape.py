@@ -310,8 +310,8 @@ def _pads(ctx, op, rank):
     return [(int(a), int(b)) for a, b in p]
 
 
-@REGISTRY.register("PAD", since=1, until=4, layers=("Pad",))
-@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation"),
+@REGISTRY.register("PAD", since=1, until=4, layers=("Pad", "SpaceToBatchNd"))
+@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation", "Subtraction"),
                    notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float")
 def pad(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
@@ -511,7 +511,7 @@ def _check_gather(op, ctx):
 
 
 @REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
-                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute"),
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Reshape"),
                    notes="constant indices only, without a Gather layer")
 def gather(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
