@@ -10,7 +10,7 @@ whose every tensor is QuantisedAsymm8 (uint8, one scale and offset):
   quantized Port is an identity: a QuantizeLinear -> DequantizeLinear pair is
   absorbed into the tensor's quantization.
 - A float operator whose inputs are quantized (QDQ: between DequantizeLinear
-  and QuantizeLinear nodes) is lowered by its quantized converter (QDQ_OPS,
+  and QuantizeLinear nodes) is lowered by its quantized converter (REGISTRY.register_quantized,
   in ops/qlinear.py) computing straight into the quantization of the
   QuantizeLinear that follows it; data-movement operators (MOVES) keep the
   bytes and the quantization.
@@ -37,7 +37,6 @@ from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.quant import DEQUANTIZE_HINT, PER_CHANNEL_EXACT, requantize_weights
-from armnn_import.registry import OpEntry
 
 MS_DOMAIN = "com.microsoft"
 # com.microsoft operators with converters (ops/qlinear.py); other operators of that domain are refused.
@@ -47,16 +46,14 @@ QUANT_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLi
 # Float converters that only move bytes: on a quantized input they keep its quantization.
 MOVES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Split", "Slice",
                    "DepthToSpace", "SpaceToDepth"})
-QDQ_OPS: dict = {}  # op -> converter of the float operator on quantized inputs (filled by ops/qlinear.py)
 
 
-def qdq(*ops):
-    """Register the quantized converter of float operators in QDQ and QOperator models."""
-    def deco(fn):
-        for op in ops:
-            QDQ_OPS[op] = fn
-        return fn
-    return deco
+def qdq(*ops, since: int = 1, layers: tuple[str, ...] = (), notes: str = ""):
+    """Register the quantized converter of float operators in QDQ and QOperator models
+    (REGISTRY's quantized entries, listed by `armnn-import ops`)."""
+    from .registry import REGISTRY
+    return REGISTRY.register_quantized(*ops, since=since, layers=layers,
+                                       notes=notes or "quantized inputs (QDQ): computed in 8 bits")
 
 
 def to_uint8(q: np.ndarray) -> tuple[np.ndarray, int]:
@@ -136,9 +133,10 @@ class QuantState:
         if not any(isinstance(v, Port) and v.info.dtype.is_quantized
                    for v in (ctx.values.get(i) for i in node.inputs if i)):
             return None
-        fn = QDQ_OPS.get(node.op)
-        if fn is not None:
-            return OpEntry(node.op, 1, None, fn, ())
+        from .registry import REGISTRY
+        entry = REGISTRY.lookup_quantized(node.op, ctx.opset)
+        if entry is not None:
+            return entry
         if node.op in MOVES:
             return None
         raise Unsupported(f"no quantized lowering of {node.op}, whose input is quantized", DEQUANTIZE_HINT)
