@@ -29,6 +29,7 @@ RUNTIME_FIXTURES = {"armnn_runner", "armnn_runner_for", "armnn_release_runner"}
 #: files whose tests run over the ONNX node suite or the reference models
 CORPUS_FILES = {"onnx/test_conformance.py", "test_cli_corpus.py", "test_executor_models.py",
                 "onnx/test_models_manifest.py", "tflite/test_models_manifest.py",
+                "test_catalogue_layers.py",
                 "test_determinism.py::test_reference_models_convert_byte_identically_in_two_processes",
                 "onnx/test_wire.py::test_conformance_models_convert_the_same_from_a_file"}
 #: tests that need no runtime but take over half a second (most start the CLI in a subprocess,

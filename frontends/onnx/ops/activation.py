@@ -167,7 +167,8 @@ def gelu(ctx, node):
     return b.binary(L.Multiplication, x, half, n)
 
 
-@register("PRelu", since=7, layers=("Activation", "BatchNormalization", "Multiplication", "Addition", "Reshape"))
+@register("PRelu", since=7, layers=("Activation", "BatchNormalization", "Multiplication", "Addition",
+                  "Reshape", "FullyConnected", "StridedSlice"))
 def prelu(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     slope = ctx.val(node, 1)

@@ -110,7 +110,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
 
 
 @register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "BatchNormalization",
-                  "BatchToSpaceNd", "SpaceToBatchNd"),
+                  "BatchToSpaceNd", "SpaceToBatchNd", "Reshape"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     if _is_3d(ctx, node):
@@ -293,7 +293,8 @@ def global_lp_pool(ctx, node):
     return power(ctx, m, 1.0 / p, n)
 
 
-@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d"),
+@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d", "BatchToSpaceNd",
+                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv_transpose(ctx, node):
     """Zero-insertion upsampling (Reshape + Pad + Reshape per axis), then an

@@ -45,12 +45,12 @@ def _variadic(ltype):
     return convert
 
 
-register("Sum", since=7, layers=("Addition", "Activation", "Reshape"))(_variadic(L.Addition))
-register("Max", since=7, layers=("Maximum", "Activation", "Reshape"))(_variadic(L.Maximum))
-register("Min", since=7, layers=("Minimum", "Activation", "Reshape"))(_variadic(L.Minimum))
+register("Sum", since=7, layers=("Addition",) + _BROADCAST)(_variadic(L.Addition))
+register("Max", since=7, layers=("Maximum",) + _BROADCAST)(_variadic(L.Maximum))
+register("Min", since=7, layers=("Minimum",) + _BROADCAST)(_variadic(L.Minimum))
 
 
-@register("Mean", since=7, layers=("Addition", "Division", "Activation"))
+@register("Mean", since=7, layers=("Addition", "Division", "Activation", "BatchNormalization", "Reshape"))
 def mean(ctx, node):
     n = sum(1 for i in range(len(node.inputs)) if ctx.has(node, i))
     total = _variadic(L.Addition)(ctx, node)

@@ -108,27 +108,29 @@ def _boolean_result(ctx, port):
     return port
 
 
-@register("Equal", since=7, layers=("Equal", "Activation", "Reshape"))
+@register("Equal", since=7, layers=("Equal", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
 def equal(ctx, node):
     return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Greater", since=7, layers=("Greater", "Reshape"))
+@register("Greater", since=7, layers=("Greater", "Reshape", "FullyConnected", "StridedSlice"))
 def greater(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Less", since=7, layers=("Greater", "Activation", "Reshape"))
+@register("Less", since=7, layers=("Greater", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
 def less(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 1), ctx.val(node, 0), ctx.name(node))
 
 
-@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal", "Comparison", "Reshape"))
+@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal", "Comparison", "Reshape", "Activation",
+                  "FullyConnected", "StridedSlice"))
 def greater_or_equal(ctx, node):
     return compare(ctx, "ge", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("LessOrEqual", since=12, layers=("Minimum", "Equal", "Comparison", "Reshape"))
+@register("LessOrEqual", since=12, layers=("Minimum", "Equal", "Comparison", "Reshape", "Activation",
+                  "FullyConnected", "StridedSlice"))
 def less_or_equal(ctx, node):
     return compare(ctx, "le", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
@@ -155,7 +157,8 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum", "Activation", "Floor", "Reshape", "Subtraction"))
+@register("Or", since=7, layers=("Maximum", "Activation", "Floor", "Reshape", "Subtraction",
+                  "BatchNormalization", "FullyConnected", "StridedSlice"))
 def or_(ctx, node):
     a, b = _masks(ctx, node)
     return _boolean_result(ctx, binary(ctx, L.Maximum, a, b, ctx.name(node)))

@@ -120,12 +120,12 @@ def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
 
 
 @register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "Activation", "Merger",
-                  "Permute", "Reshape"))
+                  "Permute", "Reshape", "Addition", "StridedSlice"))
 def matmul_(ctx, node):
     return matmul(ctx, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 @register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition", "Activation", "Mean",
-                  "Multiplication", "Reshape"))
+                  "Multiplication", "Reshape", "StridedSlice"))
 def gemm(ctx, node):
     n = ctx.name(node)
     a, b = ctx.val(node, 0), ctx.val(node, 1)

@@ -77,7 +77,8 @@ def _affine(ctx, y: Port, scale, shift, axis, name):
     return y
 
 
-@register("InstanceNormalization", since=6, layers=("Mean", "Subtraction", "Rsqrt", "BatchNormalization"),
+@register("InstanceNormalization", since=6, layers=("Mean", "Subtraction", "Rsqrt", "BatchNormalization",
+                  "Activation", "Multiplication"),
           check=needs_const(1, 2, what="scale/bias"))
 def instance_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
@@ -90,7 +91,8 @@ def instance_norm(ctx, node):
 
 
 @register("LayerNormalization", since=17, layers=("Mean", "Subtraction", "Rsqrt", "Multiplication",
-                  "Activation", "BatchNormalization", "Reshape"),
+                  "Activation", "BatchNormalization", "Reshape", "Addition", "FullyConnected",
+                  "StridedSlice"),
           check=needs_const(1, 2, what="scale/bias"))
 def layer_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
@@ -111,7 +113,8 @@ def layer_norm(ctx, node):
     return [y, mu, inv]
 
 
-@register("GroupNormalization", since=18, layers=("Reshape", "Mean", "Rsqrt", "BatchNormalization"),
+@register("GroupNormalization", since=18, layers=("Reshape", "Mean", "Rsqrt", "BatchNormalization",
+                  "Activation", "Multiplication", "Subtraction"),
           check=needs_const(1, 2, what="scale/bias"))
 def group_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)

@@ -187,7 +187,8 @@ def qlinear_conv(ctx, node):
     return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq, fallback)
 
 
-@qdq("Conv")
+@qdq("Conv", layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "FullyConnected", "Merger", "Pad",
+                     "Permute", "Reshape", "SpaceToBatchNd", "StridedSlice"))
 def qdq_conv(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     real = ctx.const(node, 1, "weights").astype(np.float32)
@@ -284,7 +285,7 @@ def _gemm_inputs(ctx, node, a: Port):
     return ctx.b.permute(a, (1, 0), ctx.name(node, "at")) if ctx.attr(node, "transA", 0) else a
 
 
-@qdq("Gemm")
+@qdq("Gemm", layers=("FullyConnected", "Convolution2d", "Reshape"))
 def qdq_gemm(ctx, node):
     a = _gemm_inputs(ctx, node, ctx.port(node, 0, dtypes=None))
     b = _const_weights(ctx, node, 1).astype(np.float32)
@@ -386,7 +387,7 @@ def _qdq_binary(ltype):
 for _op, _lt in (("Add", L.Addition), ("Mul", L.Multiplication)):
     register(f"QLinear{_op}", since=1, layers=(_lt.name, "Activation", "BatchNormalization"),
              check=needs_const(1, 2, 4, 5, 6, 7), notes="com.microsoft")(_qlinear_binary(_lt))
-    qdq(_op)(_qdq_binary(_lt))
+    qdq(_op, layers=(_lt.name,))(_qdq_binary(_lt))
 
 
 def _alpha(ctx, node, fn) -> float:
@@ -462,7 +463,8 @@ def qlinear_global_average_pool(ctx, node):
     return _gap(ctx, node, x, _params(ctx, node, 3, 4), last)
 
 
-@qdq("GlobalAveragePool")
+@qdq("GlobalAveragePool", layers=("Mean", "Activation", "Addition", "Multiplication", "Permute",
+                                  "Subtraction"))
 def qdq_global_average_pool(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     return _gap(ctx, node, x, ctx.quant.out_quant(node, keep=x))
@@ -488,8 +490,8 @@ def _qdq_pool(algo):
     return convert
 
 
-qdq("MaxPool")(_qdq_pool(PoolingAlgorithm.Max))
-qdq("AveragePool")(_qdq_pool(PoolingAlgorithm.Average))
+qdq("MaxPool", layers=("Pooling2d",))(_qdq_pool(PoolingAlgorithm.Max))
+qdq("AveragePool", layers=("Pooling2d",))(_qdq_pool(PoolingAlgorithm.Average))
 
 
 def _check_qpool(node, ctx):
@@ -516,7 +518,7 @@ def _concat(ctx, node, ports, yq) -> Port:
     return ctx.b.concat(ports, axis, ctx.name(node), quant=yq)
 
 
-@qdq("Concat")
+@qdq("Concat", layers=("Merger",))
 def qdq_concat(ctx, node):
     vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
     return _concat(ctx, node, vals, ctx.quant.out_quant(node))

@@ -59,10 +59,12 @@ def _mean_based(pre, scale_by_count, post):
 
 _AXES = needs_const(1, what="axes")
 register("ReduceMean", since=1, layers=("Mean", "Reshape"), check=_AXES)(_mean_based(None, False, None))
-register("ReduceSum", since=1, layers=("Mean", "Activation"), check=_AXES)(_mean_based(None, True, None))
-register("ReduceSumSquare", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Square, True, None))
-register("ReduceL1", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Abs, True, None))
-register("ReduceL2", since=1, layers=("Activation", "Mean"), check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
+register("ReduceSum", since=1, layers=("Mean", "Activation", "Reshape"), check=_AXES)(_mean_based(None, True, None))
+register("ReduceSumSquare", since=1, layers=("Activation", "Mean", "Reshape"),
+         check=_AXES)(_mean_based(AF.Square, True, None))
+register("ReduceL1", since=1, layers=("Activation", "Mean", "Reshape"), check=_AXES)(_mean_based(AF.Abs, True, None))
+register("ReduceL2", since=1, layers=("Activation", "Mean", "Reshape"),
+         check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
 
 
 def _grouped(ctx, x, axes, name):
@@ -104,7 +106,7 @@ register("ReduceMax", since=1, layers=("Permute", "Reshape", "Pooling2d"), check
 register("ReduceMin", since=1, layers=("Permute", "Reshape", "Pooling2d", "Activation"), check=_AXES)(_max_min(True))
 
 
-@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication", "Reshape"), check=_AXES)
+@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication", "Reshape", "Permute"), check=_AXES)
 def reduce_prod(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     shape = ctx.lshape(x)

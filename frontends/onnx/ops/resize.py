@@ -162,7 +162,7 @@ def upsample7(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.attr(node, "scales"))
 
 
-@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected"),
+@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected", "Reshape"),
           check=needs_const(1, what="scales"))
 def upsample9(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
@@ -174,7 +174,7 @@ def resize10(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected", "Reshape"),
+@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected", "Reshape", "Permute"),
           check=needs_const(1, 2, 3, what="roi/scales/sizes"))
 def resize11(ctx, node):
     x = ctx.port(node, 0)
