@@ -145,7 +145,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         from .limits import check_network
         check_network(graph)  # before constant folding allocates what the frontend only declared
         from .passes import pipeline, run_pipeline
-        from .passes.convert import TO_NCHW, TO_NHWC, set_io_layout, to_float16
+        from .ir.axes import TO_NCHW, TO_NHWC
+        from .passes.convert import set_io_layout, to_float16
         with report.phase("passes"):
             io_layout = _io_layout(fe, options)
             if io_layout is not None and io_layout != _FORMAT_LAYOUT.get(fe.name):

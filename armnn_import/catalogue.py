@@ -39,6 +39,8 @@ def rows(registry, target=None) -> list[tuple[str, str, str, str]]:
         needs = f"needs --target {e.needs}" if target is None and e.needs != "19.02" else ""
         notes = "; ".join(n for n in (needs, e.notes) if n)
         out.append((e.op, _versions(e), ", ".join(e.layers) or "-", notes))
+    for e in getattr(registry, "quantized_entries", list)():
+        out.append((f"{e.op} (quantized)", _versions(e), ", ".join(e.layers) or "-", e.notes))
     return out
 
 

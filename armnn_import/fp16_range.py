@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import ConversionError, ExecutionError, LoadError
+from .ir.axes import TO_NCHW, TO_NHWC
 from .ir.graph import Graph, Port
 from .ir.types import DataLayout, DataType, LayerType, TensorInfo
 from .report import Report
 
 F16_MAX = float(np.finfo(np.float16).max)  # 65504
 SAFE_BOUND = 32768.0   # half of Float16's range: headroom for inputs larger than the samples
-_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 
 
 @dataclass
@@ -118,25 +118,25 @@ def _convolution2d(layer, ins) -> list[np.ndarray]:
     accumulates one input channel at a time in Arm NN's order, exact to the bit
     and 10-100x slower; a range needs no bit-exactness (the order moves the sums
     by about 1e-7 relative)."""
-    from .executor.layers import _bias, _const, _conv_input, _from_nchw, _input_nchw, _to_nchw
+    from .executor.layers import bias_of, const_of, conv_input, from_nchw, input_nchw, to_nchw
 
     d, info = layer.desc, layer.outputs[0]
-    w = _const(layer, "weights")
+    w = const_of(layer, "weights")
     if d.data_layout == DataLayout.NHWC:
         w = w.transpose(0, 3, 1, 2)                     # [O, kH, kW, I] -> [O, I, kH, kW]
-    x = _input_nchw(layer, ins, [p.info for p in layer.inputs])
-    out_shape = _to_nchw(np.empty(info.shape, np.uint8), d.data_layout).shape
+    x = input_nchw(layer, ins, [p.info for p in layer.inputs])
+    out_shape = to_nchw(np.empty(info.shape, np.uint8), d.data_layout).shape
     n, o, oh, ow = out_shape
-    xp, ys, xs = _conv_input(x, layer, out_shape, w.shape[2], w.shape[3])
+    xp, ys, xs = conv_input(x, layer, out_shape, w.shape[2], w.shape[3])
     acc = np.zeros((n, o, oh * ow), np.float32)
     for ky, rows in enumerate(ys):
         for kx, cols in enumerate(xs):
             acc += w[:, :, ky, kx] @ xp[:, :, rows, cols].reshape(n, xp.shape[1], oh * ow)
     acc = acc.reshape(out_shape)
-    b = _bias(layer)
+    b = bias_of(layer)
     if b is not None:
         acc += b[None, :, None, None]
-    return [np.ascontiguousarray(_from_nchw(acc, d.data_layout))]
+    return [np.ascontiguousarray(from_nchw(acc, d.data_layout))]
 
 
 _FAST = {LayerType.Convolution2d: _convolution2d}
@@ -217,7 +217,7 @@ def _fit(a: np.ndarray, name: str, info: TensorInfo, permuted: bool) -> np.ndarr
     """A model input as the network's Input takes it: NCHW <-> NHWC when
     --layout changed it, then the data type."""
     if permuted and a.ndim == 4:
-        perm = next((p for p in (_TO_NHWC, _TO_NCHW) if tuple(a.shape[i] for i in p) == info.shape), None)
+        perm = next((p for p in (TO_NHWC, TO_NCHW) if tuple(a.shape[i] for i in p) == info.shape), None)
         if perm is not None:
             a = np.ascontiguousarray(a.transpose(perm))
     if tuple(a.shape) != info.shape:

@@ -20,8 +20,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from .errors import ArmnnImportError
+from .ir.axes import TO_NCHW, TO_NHWC
 from .ir.graph import Graph
 from .ir.types import DataType, TensorInfo
+from .verify_compare import Comparison, Tolerance, apply_way, compare, real_values, reshapings
 
 
 class VerifyError(ArmnnImportError):
@@ -39,36 +41,6 @@ class VerificationFailed(VerifyError):
 
 # format -> (module to import, pip package)
 RUNTIMES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert.interpreter", "ai-edge-litert")}
-_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float = 1e-3   # float tensors pass when |got - ref| <= atol + rtol * |ref| everywhere
-    atol: float = 1e-4
-    lsb: float = 1.0     # quantized tensors pass when off by at most this many quantization steps
-
-    def __str__(self):
-        return f"rtol {self.rtol:g}, atol {self.atol:g}, {self.lsb:g} LSB"
-
-
-@dataclass
-class Comparison:
-    name: str                  # the output, or the .armnn layer for --per-layer
-    shape: tuple
-    max_abs: float
-    max_rel: float | None      # over elements whose reference exceeds atol in magnitude
-    lsb: float | None          # max abs error in quantization steps (quantized tensors)
-    ok: bool
-    node: str = ""             # --per-layer: the source node and its operator
-    op: str = ""
-    layer_type: str = ""
-    fused: list = field(default_factory=list)  # --per-layer: earlier source nodes computed by the same tensor
-
-    def cells(self) -> tuple[str, ...]:
-        return ("x".join(map(str, self.shape)) or "scalar", f"{self.max_abs:.3g}",
-                "-" if self.max_rel is None else f"{self.max_rel:.3g}",
-                "-" if self.lsb is None else f"{self.lsb:g}", "ok" if self.ok else "FAIL")
 
 
 @dataclass
@@ -388,7 +360,7 @@ def _source_shape(spec: IoSpec, info: TensorInfo) -> tuple:
     if all(d is not None for d in spec.shape):
         return spec.shape
     shape = info.shape
-    for cand in [shape] + ([tuple(shape[p] for p in perm) for perm in (_TO_NHWC, _TO_NCHW)] if len(shape) == 4 else []):
+    for cand in [shape] + ([tuple(shape[p] for p in perm) for perm in (TO_NHWC, TO_NCHW)] if len(shape) == 4 else []):
         if _fits(cand, spec.shape):
             return cand
     raise VerifyError(f"input {spec.name!r}: the model's shape {_dims(spec.shape)} does not fit the "
@@ -465,47 +437,16 @@ def _layouts(report: dict | None, key: str) -> dict:
             for d in (report or {}).get(key, []) if d.get("layout") and d.get("source_layout")}
 
 
-def _reshapings(shape: tuple, target: tuple, permuted_first: bool = False) -> list:
-    """Ways to bring an array of `shape` to `target`: None (as is), a
-    transpose (NCHW <-> NHWC), or "reshape" (same elements in order)."""
-    ways = [None] if tuple(shape) == tuple(target) else []
-    if len(shape) == 4:
-        perms = [p for p in (_TO_NCHW, _TO_NHWC) if tuple(shape[i] for i in p) == tuple(target)]
-        ways = perms + ways if permuted_first else ways + perms
-    if not ways and int(np.prod(shape)) == int(np.prod(target)):
-        ways = ["reshape"]
-    return ways
-
-
-def _apply(a: np.ndarray, way, target) -> np.ndarray:
-    if way is None:
-        return a
-    if way == "reshape":
-        return a.reshape(target)
-    return np.ascontiguousarray(a.transpose(way))
-
-
-def _real(a: np.ndarray, quant) -> np.ndarray:
-    a = np.asarray(a)
-    if quant is None:
-        return a.astype(np.float64)
-    return (a.astype(np.float64) - quant[1]) * quant[0]
-
-
-def _armnn_quant(info: TensorInfo):
-    return (info.scale, info.offset) if info.dtype.is_quantized else None
-
-
 def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = False) -> np.ndarray:
     """A source input as the .armnn input `info` takes it: the layout
     (a known NCHW <-> NHWC permutation), then the data type (int8 + 128
     for QuantisedAsymm8, int8 as it is for QAsymmS8, else quantized with the .armnn input's
     parameters)."""
-    ways = _reshapings(a.shape, info.shape, permuted)
+    ways = reshapings(a.shape, info.shape, permuted)
     if not ways:
         raise VerifyError(f"input {spec.name!r}: shape {_dims(a.shape)} does not fit the .armnn input "
                           f"{_dims(info.shape)} (convert with --input-shape)")
-    a = _apply(a, ways[0], info.shape)
+    a = apply_way(a, ways[0], info.shape)
     if info.dtype == DataType.QuantisedAsymm8:
         if spec.quant == (info.scale, info.offset) and a.dtype == np.uint8:
             return a
@@ -513,15 +454,15 @@ def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = 
                 and np.float32(spec.quant[0]) == np.float32(info.scale):
             return (a.astype(np.int16) + 128).astype(np.uint8)
         from .executor.numeric import quantize
-        return quantize(_real(a, spec.quant).astype(np.float32), info.scale, info.offset)
+        return quantize(real_values(a, spec.quant).astype(np.float32), info.scale, info.offset)
     if info.dtype == DataType.QAsymmS8:  # int8 kept as int8 (the 20.08 format on)
         if spec.quant is not None and a.dtype == np.int8 and spec.quant[1] == info.offset \
                 and np.float32(spec.quant[0]) == np.float32(info.scale):
             return a
         from .executor.numeric import quantize
-        return quantize(_real(a, spec.quant).astype(np.float32), info.scale, info.offset, -128, 127).astype(np.int8)
+        return quantize(real_values(a, spec.quant).astype(np.float32), info.scale, info.offset, -128, 127).astype(np.int8)
     if info.dtype in (DataType.Float32, DataType.Float16):
-        return _real(a, spec.quant).astype(info.dtype.np_dtype)
+        return real_values(a, spec.quant).astype(info.dtype.np_dtype)
     if info.dtype == DataType.Signed32:
         if a.dtype.kind in "iu" and a.size and (a.min() < -2 ** 31 or a.max() >= 2 ** 31):
             # an int64 model input is a Signed32 input of the .armnn network: never wrap silently
@@ -530,44 +471,6 @@ def adapt_input(a: np.ndarray, spec: IoSpec, info: TensorInfo, permuted: bool = 
                               f"(the {a.dtype} model input becomes Signed32)")
         return a.astype(np.int32)
     return a.astype(bool)
-
-
-# -- comparing --------------------------------------------------------------------------
-
-def compare(name: str, ref, ref_quant, got, got_info: TensorInfo, tol: Tolerance, ways=(None,)) -> Comparison:
-    """Compare the .armnn tensor `got` with the source's `ref` in real values,
-    under each of `ways` to match their shapes; the closest match counts."""
-    step = got_info.scale if got_info.dtype.is_quantized else (ref_quant[0] if ref_quant else None)
-    best = None
-    for way in ways:
-        g = _real(_apply(np.asarray(got), _inverse(way), np.shape(ref)), _armnn_quant(got_info))
-        r = _real(ref, ref_quant)
-        c = _errors(name, r, g.reshape(r.shape), tol, step)
-        if best is None or (c.ok, -c.max_abs) > (best.ok, -best.max_abs):
-            best = c
-    return best
-
-
-def _inverse(way):
-    if way is None or way == "reshape":
-        return way
-    return tuple(int(i) for i in np.argsort(way))
-
-
-def _errors(name, ref: np.ndarray, got: np.ndarray, tol: Tolerance, step) -> Comparison:
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.where((ref == got) | (np.isnan(ref) & np.isnan(got)), 0.0, np.abs(got - ref))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    max_abs = float(diff.max()) if diff.size else 0.0
-    big = np.abs(ref) > tol.atol
-    max_rel = float((diff[big] / np.abs(ref[big])).max()) if big.any() else None
-    if step:
-        lsb = round(max_abs / step, 3)
-        ok = lsb <= tol.lsb
-    else:
-        lsb = None
-        ok = bool(np.all(diff <= tol.atol + tol.rtol * np.abs(np.nan_to_num(ref))))
-    return Comparison(name, tuple(ref.shape), max_abs, max_rel, lsb, ok)
 
 
 # -- the .armnn side --------------------------------------------------------------------
@@ -671,7 +574,7 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     comps = []
     for spec, layer, r, g in zip(src.outputs, out_layers, ref, got):
         info = layer.inputs[0].info
-        ways = _reshapings(np.shape(r), g.shape, out_perm.get(layer.name, False))
+        ways = reshapings(np.shape(r), g.shape, out_perm.get(layer.name, False))
         if not ways:
             raise VerifyError(f"output {spec.name!r}: shape {_dims(np.shape(r))} vs the .armnn output "
                               f"{_dims(g.shape)}")

@@ -107,7 +107,7 @@ def runtime_values(run, graph, ports: list, feed: list) -> dict:
 
 def per_layer(result, src, arrays, graph, values: dict, nodes: list[dict], tol, folded=()) -> None:
     """Fill result.layers, .skipped, .uncompared and .first_divergence (see the module)."""
-    from .verify_cmd import _inverse, _reshapings, compare
+    from .verify_compare import compare, inverse, reshapings
     inter = src.intermediates(arrays)
     live = _live(graph)
     recs = {n["node"]: n for n in nodes}
@@ -130,12 +130,12 @@ def per_layer(result, src, arrays, graph, values: dict, nodes: list[dict], tol, 
             else:
                 ref, quant = inter[node.output]
                 got = values[port]
-                ways = _reshapings(got.shape, np.shape(ref))
+                ways = reshapings(got.shape, np.shape(ref))
                 if not ways:
                     reason = SHAPES
                 else:  # `ways` maps .armnn -> source here; compare() wants source -> .armnn
                     info = port.layer.outputs[port.slot]
-                    c = compare(port.layer.name, ref, quant, got, info, tol, [_inverse(w) for w in ways])
+                    c = compare(port.layer.name, ref, quant, got, info, tol, [inverse(w) for w in ways])
                     c.node, c.op, c.layer_type = node.name, node.op, port.layer.type.name
                     c.fused = list(rec.get("fused", []))
                     comps[node.name] = c

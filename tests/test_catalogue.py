@@ -41,11 +41,11 @@ def _markdown_rows(text: str, section: str) -> list[list[str]]:
 def test_every_registry_entry_is_listed(fmt, title):
     reg = registries([fmt])[fmt]
     rows = _markdown_rows(format_markdown({fmt: reg}), title)
-    entries = reg.entries()
+    entries = reg.entries() + reg.quantized_entries()
     assert len(rows) == len(entries) > 20
     layer_names = {t.name for t in LayerType}
     for row, e in zip(rows, entries):
-        assert row[0] == e.op
+        assert row[0] == e.op or (e in reg.quantized_entries() and row[0] == f"{e.op} (quantized)")
         assert row[1] in (e.version_range, str(e.since))
         # the layers column names real Arm NN layer types of the schema
         assert row[2] == "-" or set(row[2].split(", ")) <= layer_names, row

@@ -20,25 +20,20 @@ from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, 
 from armnn_import.ir.verify import verify
 from armnn_import.lowering import NetBuilder, perchannel
 from armnn_import.serialize import read, write
-from armnn_import.testing.armnn_runtime import ArmnnRuntimeError, run_armnn
+from armnn_import.testing.armnn_runtime import ArmnnRuntimeError
 
-RUNNER_23_08 = os.environ.get("ARMNN_RUNNER_23_08", "/var/cache/armnn-import-harness/23.08-deb12/armnn-run")
 XQ, YQ = (0.05, 120), (0.08, 100)
 NHWC = DataLayout.NHWC
 
 
-def _runtime(release, armnn_runner):
-    if release == "20.08":
-        return "20.08", armnn_runner
-    if not os.access(RUNNER_23_08, os.X_OK):
-        pytest.skip(f"no Arm NN 23.08 runner at {RUNNER_23_08}")
-    return "23.08", lambda data, ins: run_armnn(data, list(ins), runner=RUNNER_23_08)
+def _runtime(release, armnn_runner_for):
+    return release, armnn_runner_for(release)
 
 
 @pytest.fixture(params=["20.08", "23.08"])
-def runtime(request, armnn_runner):
+def runtime(request, armnn_runner_for):
     """(release, run(bytes, inputs)) for the real runtime of each rich release."""
-    return _runtime(request.param, armnn_runner)
+    return _runtime(request.param, armnn_runner_for)
 
 
 # (target, runtime): 20.08 output on 20.08 and 23.08, 23.08 output on 23.08
@@ -97,8 +92,8 @@ def _check(graph, runtime, x, want_u8):
 
 
 @PAIRS
-def test_per_axis_convolution(target, release, armnn_runner, rng=np.random.default_rng(1)):
-    runtime = _runtime(release, armnn_runner)
+def test_per_axis_convolution(target, release, armnn_runner_for, rng=np.random.default_rng(1)):
+    runtime = _runtime(release, armnn_runner_for)
     w, s = _weights(rng, (4, 3, 3, 3), 4, 0)  # OIHW
     b_real = rng.normal(0, 0.3, 4)
     x = rng.integers(0, 256, (1, 6, 7, 3)).astype(np.uint8)
@@ -116,9 +111,9 @@ def test_per_axis_convolution(target, release, armnn_runner, rng=np.random.defau
 
 
 @PAIRS
-def test_per_axis_depthwise_with_a_multiplier(target, release, armnn_runner, rng=np.random.default_rng(2)):
+def test_per_axis_depthwise_with_a_multiplier(target, release, armnn_runner_for, rng=np.random.default_rng(2)):
     """Depthwise weights [M, C, kH, kW] carry their C * M scales in output order c * M + m."""
-    runtime = _runtime(release, armnn_runner)
+    runtime = _runtime(release, armnn_runner_for)
     c, m = 3, 2
     w, s = _weights(rng, (c * m, 1, 3, 3), c * m, 0)  # OIHW, output channel c * M + m
     b_real = rng.normal(0, 0.3, c * m)
@@ -136,8 +131,8 @@ def test_per_axis_depthwise_with_a_multiplier(target, release, armnn_runner, rng
 
 
 @PAIRS
-def test_per_axis_fully_connected_as_a_1x1_convolution(target, release, armnn_runner, rng=np.random.default_rng(3)):
-    runtime = _runtime(release, armnn_runner)
+def test_per_axis_fully_connected_as_a_1x1_convolution(target, release, armnn_runner_for, rng=np.random.default_rng(3)):
+    runtime = _runtime(release, armnn_runner_for)
     w, s = _weights(rng, (4, 5), 4, 0)
     b_real = rng.normal(0, 0.3, 4)
     x = rng.integers(0, 256, (3, 5)).astype(np.uint8)
@@ -212,7 +207,7 @@ def _float_io_model(rng):
 
 
 @PAIRS
-def test_float_io_quantized_model_keeps_its_float_interface(target, release, armnn_runner, tmp_path):
+def test_float_io_quantized_model_keeps_its_float_interface(target, release, armnn_runner_for, tmp_path):
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
     from tfl_builder import run_litert
@@ -220,7 +215,7 @@ def test_float_io_quantized_model_keeps_its_float_interface(target, release, arm
     import armnn_import
     src = tmp_path / "floatio.tflite"
     src.write_bytes(_float_io_model(np.random.default_rng(5)))
-    _, run = _runtime(release, armnn_runner)
+    _, run = _runtime(release, armnn_runner_for)
     g = armnn_import.convert(src, target=target).network
     types = [l.type for l in g.layers]
     assert LayerType.Quantize in types and LayerType.Dequantize in types

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DataLayout, LayerType, PaddingMethod, PoolingAlgorithm
-from .layers import _pool_ranges, layer_fn
+from .layers import layer_fn, pool_ranges as _pool_ranges
 from .numeric import F32, decode, encode
 
 

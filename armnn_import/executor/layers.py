@@ -559,3 +559,10 @@ def batch_to_space_nd(layer, ins, infos):
     if y.shape[2:] != (oh, ow):
         raise ExecutionError(f"{layer.name}: crops leave part of the output unset")
     return [encode(_from_nchw(y, d.data_layout), out_info)]
+
+
+# The helpers other modules reuse (releases.py: std::max; fp16_range.py: a convolution's
+# accumulators), under public names; the layer functions here call them by the short ones.
+cpp_max, const_of, bias_of, conv_input = _cpp_max, _const, _bias, _conv_input
+to_nchw, from_nchw, input_nchw = _to_nchw, _from_nchw, _input_nchw
+pool_ranges, activation_fn, const_value, cpp_min, seq_sum = _pool_ranges, _activation, _const, _cpp_min, _seq_sum

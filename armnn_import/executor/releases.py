@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ExecutionError
 from ..ir.types import ArgMinMaxFunction, ComparisonOperation, LayerType, UnaryOperation
-from .layers import _cpp_max, layer_fn
+from .layers import cpp_max, layer_fn
 from .numeric import F32, decode, encode
 
 
@@ -35,7 +35,7 @@ def log_softmax(layer, ins, infos):
     xs = np.moveaxis(x, axis, 0)
     top = xs[0]
     for i in range(1, xs.shape[0]):
-        top = _cpp_max(top, xs[i])                 # std::max(maxValue, value)
+        top = cpp_max(top, xs[i])                 # std::max(maxValue, value)
     with np.errstate(all="ignore"):
         total = np.zeros_like(top)
         for i in range(xs.shape[0]):               # the C++ loop's order of summation

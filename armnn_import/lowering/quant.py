@@ -15,6 +15,8 @@ from ..report import Report
 # Warn when a requantized weight is off by more than this fraction of its channel's range.
 WEIGHT_WARN = 0.02
 # At most this many constant input channels carry a convolution's bias (see quant_conv2d_nchw).
+#: the hint of a refusal that --dequantize avoids (both frontends)
+DEQUANTIZE_HINT = "--dequantize converts the whole model to float (quantize/dequantize pairs become identities)"
 MAX_BIAS_PLANES = 16
 MAX_GROUPS = 64  # grouped convolutions split into at most this many
 # Per-channel 8-bit weights stay exact as at most this many convolutions, one per run of output

@@ -10,11 +10,11 @@ from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, La
 from ..report import Report
 
 
-def _single_consumer(graph: Graph, layer: Layer) -> bool:
+def single_consumer(graph: Graph, layer: Layer) -> bool:
     return graph.num_consumers(layer) == 1
 
 
-def _bypass(graph: Graph, layer: Layer) -> bool:
+def bypass(graph: Graph, layer: Layer) -> bool:
     """Route `layer`'s consumers to its input; False where that would wire an
     Input layer straight to an Output layer (kept: Arm NN wants a layer between)."""
     src = layer.inputs[0]
@@ -26,7 +26,7 @@ def _bypass(graph: Graph, layer: Layer) -> bool:
     return True
 
 
-def _is_identity(layer: Layer) -> bool:
+def is_identity(layer: Layer) -> bool:
     t, d = layer.type, layer.desc
     if len(layer.inputs) != 1 or len(layer.outputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
         return False
@@ -45,7 +45,7 @@ def _is_identity(layer: Layer) -> bool:
 
 
 def remove_identities(graph: Graph, report: Report) -> int:
-    return sum(_bypass(graph, l) for l in list(graph.layers) if _is_identity(l))
+    return sum(bypass(graph, l) for l in list(graph.layers) if is_identity(l))
 
 
 def _key(layer: Layer):
@@ -156,13 +156,13 @@ def fold_constants(graph: Graph, report: Report) -> int:
 def _merge_chains(graph: Graph, ltype: LayerType, combine) -> int:
     """X(a) -> X(b) becomes one X whose descriptor is combine(a, b) (dropped
     if it is an identity), when the first X feeds nothing else."""
-    return sum(_merge_one(graph, layer, ltype, combine) for layer in list(graph.layers))
+    return sum(merge_one(graph, layer, ltype, combine) for layer in list(graph.layers))
 
 
-def _merge_one(graph: Graph, layer: Layer, ltype: LayerType, combine) -> bool:
+def merge_one(graph: Graph, layer: Layer, ltype: LayerType, combine) -> bool:
     """One step of _merge_chains at `layer` (also the worklist step of sink_permutes)."""
     src = layer.inputs[0].layer if layer.inputs else None
-    if layer.type != ltype or src is None or src.type != ltype or not _single_consumer(graph, src):
+    if layer.type != ltype or src is None or src.type != ltype or not single_consumer(graph, src):
         return False
     layer.desc = combine(src.desc, layer.desc)
     if graph.watch is not None:
@@ -171,8 +171,8 @@ def _merge_one(graph: Graph, layer: Layer, ltype: LayerType, combine) -> bool:
             graph.watch(u)
     graph.set_inputs(layer, [src.inputs[0]])
     graph.remove([src])
-    if _is_identity(layer):
-        _bypass(graph, layer)
+    if is_identity(layer):
+        bypass(graph, layer)
     return True
 
 
@@ -191,7 +191,7 @@ def merge_reshapes(graph: Graph, report: Report) -> int:
     return _merge_chains(graph, LayerType.Reshape, lambda a, b: b)
 
 
-def _affine(bn: Layer) -> tuple[np.ndarray, np.ndarray]:
+def bn_affine(bn: Layer) -> tuple[np.ndarray, np.ndarray]:
     """BatchNormalization as y = a*x + b per channel (float64)."""
     t = {k: v.data.astype(np.float64) for k, v in bn.tensors.items()}
     a = t["gamma"] / np.sqrt(t["variance"] + np.float64(bn.desc.eps))
@@ -204,7 +204,7 @@ def _set_affine(bn: Layer, a, b) -> None:
     bn.desc.eps = 0.0
 
 
-def _float_bn(layer: Layer) -> bool:
+def float_bn(layer: Layer) -> bool:
     return layer.type == LayerType.BatchNormalization and layer.outputs[0].dtype == DataType.Float32
 
 
@@ -213,12 +213,12 @@ def merge_batchnorms(graph: Graph, report: Report) -> int:
     n = 0
     for bn in list(graph.layers):
         src = bn.inputs[0].layer if bn.inputs else None
-        if not (_float_bn(bn) and src is not None and _float_bn(src)):
+        if not (float_bn(bn) and src is not None and float_bn(src)):
             continue
-        if src.desc.data_layout != bn.desc.data_layout or not _single_consumer(graph, src):
+        if src.desc.data_layout != bn.desc.data_layout or not single_consumer(graph, src):
             continue
-        a1, b1 = _affine(src)
-        a2, b2 = _affine(bn)
+        a1, b1 = bn_affine(src)
+        a2, b2 = bn_affine(bn)
         _set_affine(bn, a1 * a2, b1 * a2 + b2)
         graph.set_inputs(bn, [src.inputs[0]])
         graph.remove([src])
@@ -232,14 +232,14 @@ def fold_batchnorm_into_conv(graph: Graph, report: Report) -> int:
     convolution's bias, which this format can only carry in a separate layer)."""
     n = 0
     for bn in list(graph.layers):
-        if not _float_bn(bn) or bn.desc.data_layout != DataLayout.NCHW:
+        if not float_bn(bn) or bn.desc.data_layout != DataLayout.NCHW:
             continue
         conv = bn.inputs[0].layer
         if conv.type not in (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d):
             continue
-        if conv.outputs[0].dtype != DataType.Float32 or not _single_consumer(graph, conv):
+        if conv.outputs[0].dtype != DataType.Float32 or not single_consumer(graph, conv):
             continue
-        a, b = _affine(bn)
+        a, b = bn_affine(bn)
         if np.all(a == 1.0):
             continue
         w = conv.tensors["weights"].data.astype(np.float64)

@@ -14,7 +14,7 @@ import numpy as np
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, DataType, LayerType
 from ..report import Report
-from .cleanup import _affine, _float_bn, _single_consumer
+from .cleanup import bn_affine, float_bn, single_consumer
 
 _CONVS = (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d)
 
@@ -24,13 +24,13 @@ def fold_affine_into_conv(graph: Graph, report: Report) -> int:
         return 0
     n = 0
     for bn in list(graph.layers):
-        if not _float_bn(bn):
+        if not float_bn(bn):
             continue
         conv = bn.inputs[0].layer
         if conv.type not in _CONVS or conv.outputs[0].dtype != DataType.Float32 \
-                or conv.desc.data_layout != bn.desc.data_layout or not _single_consumer(graph, conv):
+                or conv.desc.data_layout != bn.desc.data_layout or not single_consumer(graph, conv):
             continue
-        a, b = _affine(bn)
+        a, b = bn_affine(bn)
         w = conv.tensors["weights"].data.astype(np.float64)
         if conv.type == LayerType.DepthwiseConvolution2d:  # [M, C, kh, kw], out channel c*M + m
             m, c = w.shape[:2]

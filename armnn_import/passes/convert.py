@@ -11,8 +11,6 @@ from ..ir.types import ConstTensor, DataType, LayerType
 from ..lowering.builder import inverse_perm
 from ..report import Report
 
-TO_NCHW = (0, 3, 1, 2)  # numpy axes, NHWC -> NCHW
-TO_NHWC = (0, 2, 3, 1)
 F16_MAX = float(np.finfo(np.float16).max)
 
 

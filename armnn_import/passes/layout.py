@@ -14,14 +14,13 @@ from __future__ import annotations
 import dataclasses
 import heapq
 
+from ..ir.axes import TO_NCHW, TO_NHWC
 from ..ir.descriptors import BINARY_LAYERS, PermuteDescriptor
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import DataLayout, LayerType
 from ..lowering.builder import inverse_perm
 from ..report import Report
 
-TO_NCHW = (0, 3, 1, 2)  # numpy axes: NHWC -> NCHW
-TO_NHWC = (0, 2, 3, 1)
 ELEMENTWISE = {LayerType.Activation, LayerType.Floor, LayerType.Rsqrt} | BINARY_LAYERS
 LAYOUT_LAYERS = {LayerType.Pooling2d, LayerType.BatchNormalization, LayerType.L2Normalization,
                  LayerType.Normalization, LayerType.ResizeBilinear, LayerType.SpaceToBatchNd,
@@ -30,7 +29,7 @@ LAYOUT_LAYERS = {LayerType.Pooling2d, LayerType.BatchNormalization, LayerType.L2
 LAYOUT_LAYERS |= {LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace, LayerType.InstanceNormalization}
 
 
-def _perm(layer: Layer) -> tuple[int, ...]:
+def perm_of(layer: Layer) -> tuple[int, ...]:
     """numpy.transpose axes of a Permute layer."""
     return inverse_perm(layer.desc.dim_mappings)
 
@@ -103,8 +102,8 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     if any((s.outputs[0].scale, s.outputs[0].offset) != (s.inputs[0].info.scale, s.inputs[0].info.offset)
            for s in sources):
         return False  # a Permute that relabels its bytes' quantization (see tflite AVERAGE_POOL_2D)
-    perm = _perm(sources[0])
-    if any(_perm(s) != perm for s in sources):
+    perm = perm_of(sources[0])
+    if any(perm_of(s) != perm for s in sources):
         return False
     new_desc = _rewrite(layer, perm, graph.target)
     if new_desc is None:
@@ -140,7 +139,7 @@ def sink_permutes(graph: Graph, report: Report) -> int:
     whole graph}. Here each of those scans visits only the layers that may match
     (a worklist per scan, ordered by position; see _Scan), with the same result:
     the same rewrites in the same order, so the same layers, names and order."""
-    from .cleanup import _bypass, _is_identity, _merge_one, compose_permutes, remove_dead_layers
+    from .cleanup import bypass, is_identity, merge_one, compose_permutes, remove_dead_layers
 
     graph.toposort()
     if not any(l.type == LayerType.Permute for l in graph.layers):
@@ -162,7 +161,7 @@ def sink_permutes(graph: Graph, report: Report) -> int:
             q.add(layer)
 
     def keep_identity(layer):  # remove_identities at one layer; True: still a candidate
-        return _is_identity(layer) and not _bypass(graph, layer)
+        return is_identity(layer) and not bypass(graph, layer)
 
     moved, appended = 0, None
     graph.watch = watch
@@ -176,7 +175,7 @@ def sink_permutes(graph: Graph, report: Report) -> int:
                 break
             moved += 1
             appended = order.last if order.last is not last and order.last in graph else None
-            merge.run(graph, lambda l: (_merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1])
+            merge.run(graph, lambda l: (merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1])
             ident.run(graph, keep_identity)
         else:  # rare: the cap was reached; as before, dead layers go before the final toposort
             graph.watch = None

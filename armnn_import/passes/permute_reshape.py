@@ -12,12 +12,12 @@ from ..ir.descriptors import ReshapeDescriptor
 from ..ir.graph import Graph
 from ..ir.types import LayerType
 from ..report import Report
-from .layout import _perm
+from .layout import perm_of
 
 
 def _moves_only_unit_axes(layer) -> bool:
     shape = layer.inputs[0].info.shape
-    kept = [a for a in _perm(layer) if shape[a] != 1]
+    kept = [a for a in perm_of(layer) if shape[a] != 1]
     return kept == sorted(kept)
 
 

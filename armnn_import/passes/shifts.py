@@ -30,14 +30,14 @@ from ..ir import descriptors as D
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, LayerType
 from ..report import Report
-from .cleanup import _affine, _float_bn
+from .cleanup import bn_affine, float_bn
 
 
 def _pure_shift(layer: Layer) -> np.ndarray | None:
     """The per-channel shift of a float, 4-D, scale-1 BatchNormalization, or None."""
-    if not _float_bn(layer) or layer.outputs[0].rank != 4:
+    if not float_bn(layer) or layer.outputs[0].rank != 4:
         return None
-    a, b = _affine(layer)
+    a, b = bn_affine(layer)
     return b if np.all(a == 1.0) else None
 
 

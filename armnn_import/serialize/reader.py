@@ -18,7 +18,7 @@ from ..ir.types import ConstTensor, ConstTensorData, DataLayout, DataType, Layer
 from ..target import Target
 from . import armnn_schema_23_08_generated as fb_latest
 from .layouts import depthwise_from_file
-from .writer import FILE_IDENTIFIER, _STORAGE_DTYPE
+from .writer import FILE_IDENTIFIER, STORAGE_DTYPE
 
 _KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
 
@@ -90,7 +90,7 @@ def _const_tensor(buf, ct, what: str) -> ConstTensor:
     if table is None:
         raise ReadError(f"{what}: constant tensor without data")
     data = _table(table, getattr(fb, storage.name))
-    elem = np.dtype(_STORAGE_DTYPE[storage]).itemsize
+    elem = np.dtype(STORAGE_DTYPE[storage]).itemsize
     n = data.DataLength()
     buf.check_len(n, elem, what)
     need = info.num_elements * info.dtype.np_dtype.itemsize

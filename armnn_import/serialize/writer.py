@@ -30,6 +30,7 @@ _RELEASE_MIN_BYTES = 1 << 20
 
 _STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
                   ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
+STORAGE_DTYPE = _STORAGE_DTYPE  # the element type of each ConstTensorData (reader.py too)
 
 
 class _Builder(flatbuffers.Builder):

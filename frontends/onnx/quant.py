@@ -10,7 +10,7 @@ whose every tensor is QuantisedAsymm8 (uint8, one scale and offset):
   quantized Port is an identity: a QuantizeLinear -> DequantizeLinear pair is
   absorbed into the tensor's quantization.
 - A float operator whose inputs are quantized (QDQ: between DequantizeLinear
-  and QuantizeLinear nodes) is lowered by its quantized converter (QDQ_OPS,
+  and QuantizeLinear nodes) is lowered by its quantized converter (REGISTRY.register_quantized,
   in ops/qlinear.py) computing straight into the quantization of the
   QuantizeLinear that follows it; data-movement operators (MOVES) keep the
   bytes and the quantization.
@@ -38,8 +38,7 @@ from onnx import numpy_helper
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.quant import PER_CHANNEL_EXACT, requantize_weights
-from armnn_import.registry import OpEntry
+from armnn_import.lowering.quant import DEQUANTIZE_HINT, PER_CHANNEL_EXACT, requantize_weights
 
 MS_DOMAIN = "com.microsoft"
 # com.microsoft operators with converters (ops/qlinear.py); other operators of that domain are refused.
@@ -49,21 +48,18 @@ QUANT_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLi
 # Float converters that only move bytes: on a quantized input they keep its quantization.
 MOVES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Split", "Slice",
                    "DepthToSpace", "SpaceToDepth"})
-DEQUANTIZE_HINT = "--dequantize converts the whole model to float (quantize/dequantize pairs become identities)"
 # The input holding the zero point of the tensor an operator writes.
 ZERO_POINT_INPUT = {"QuantizeLinear": 2, "QLinearConv": 7, "QLinearMatMul": 7, "QLinearAdd": 7, "QLinearMul": 7,
                     "QLinearGlobalAveragePool": 4, "QLinearAveragePool": 4, "QLinearLeakyRelu": 4,
                     "QLinearSigmoid": 4, "QLinearConcat": 1, "QGemm": 8}
-QDQ_OPS: dict = {}  # op -> converter of the float operator on quantized inputs (filled by ops/qlinear.py)
 
 
-def qdq(*ops):
-    """Register the quantized converter of float operators in QDQ and QOperator models."""
-    def deco(fn):
-        for op in ops:
-            QDQ_OPS[op] = fn
-        return fn
-    return deco
+def qdq(*ops, since: int = 1, layers: tuple[str, ...] = (), notes: str = ""):
+    """Register the quantized converter of float operators in QDQ and QOperator models
+    (REGISTRY's quantized entries, listed by `armnn-import ops`)."""
+    from .registry import REGISTRY
+    return REGISTRY.register_quantized(*ops, since=since, layers=layers,
+                                       notes=notes or "quantized inputs (QDQ): computed in 8 bits")
 
 
 def to_uint8(q: np.ndarray) -> tuple[np.ndarray, int]:
@@ -143,9 +139,10 @@ class QuantState:
         if not any(isinstance(v, Port) and v.info.dtype.is_quantized
                    for v in (ctx.values.get(i) for i in node.inputs if i)):
             return None
-        fn = QDQ_OPS.get(node.op)
-        if fn is not None:
-            return OpEntry(node.op, 1, None, fn, ())
+        from .registry import REGISTRY
+        entry = REGISTRY.lookup_quantized(node.op, ctx.opset)
+        if entry is not None:
+            return entry
         if node.op in MOVES:
             return None
         raise Unsupported(f"no quantized lowering of {node.op}, whose input is quantized", DEQUANTIZE_HINT)

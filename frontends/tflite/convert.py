@@ -15,10 +15,9 @@ from armnn_import.lowering import NetBuilder, Unsupported
 
 from . import quant as Q
 from .model import TFModel, Tensor, load, read_model_file
+from .types import BOOL, FLOAT16, FLOAT32, INT8, INT16, INT32, INT64, UINT8  # noqa: F401
 
-FLOAT32, FLOAT16, INT32, UINT8, INT64, BOOL, INT16, INT8 = 0, 1, 2, 3, 4, 6, 7, 9
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
-DEQUANTIZE_HINT = "--dequantize converts the whole model to float"
 # Operators whose converters evaluate them when all their inputs are constants.
 FOLDABLE = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "EQUAL", "GREATER", "LESS", "RESHAPE",
             "BROADCAST_TO", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL",

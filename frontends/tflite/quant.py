@@ -14,7 +14,7 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.quant import (WEIGHT_WARN, bias_int32, covering_quant, real_range,  # noqa: F401
                                          requantize, worst_error)
 
-INT8, UINT8, INT32 = 9, 3, 2
+from .types import INT8, INT32, UINT8  # noqa: F401  (Q.INT8 ... in the operator modules)
 
 
 def to_uint8(q: np.ndarray, zero_point: int, tflite_type: int) -> tuple[np.ndarray, int]:

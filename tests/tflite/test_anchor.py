@@ -91,9 +91,9 @@ def compare(entry, runner, anchor):
 
 @pytest.fixture(scope="module")
 def table(armnn_runner):
-    from armnn_import.testing.armnn_runtime import build_harness, find_anchor
+    from armnn_import.testing.armnn_runtime import find_anchor
 
-    runner = build_harness()
+    runner = armnn_runner.path  # skips when the numpy executor stands in for the harness
     anchor = find_anchor()
     if anchor is None:
         pytest.fail("the harness did not build armnn-tflite-anchor")

@@ -158,7 +158,7 @@ def hard_swish(ctx, node):
     return ctx.b.binary(L.Multiplication, x, h, n)
 
 
-@register("Gelu", since=20, layers=("Activation", "Multiplication"),
+@register("Gelu", since=20, layers=("Activation", "Multiplication", "Addition"),
           check=lambda node, ctx: None if ctx.attr(node, "approximate", "none") == "tanh" else
           ("approximate='none' needs the error function, which Arm NN's early layer set lacks", ""))
 def gelu(ctx, node):
@@ -172,7 +172,8 @@ def gelu(ctx, node):
     return b.binary(L.Multiplication, x, half, n)
 
 
-@register("PRelu", since=7, layers=("Activation", "BatchNormalization", "Multiplication", "Addition"))
+@register("PRelu", since=7, layers=("Activation", "BatchNormalization", "Multiplication", "Addition",
+                  "Reshape", "FullyConnected", "StridedSlice"))
 def prelu(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     slope = ctx.val(node, 1)
@@ -202,7 +203,7 @@ def clip_attr(ctx, node):
                        ctx.name(node))
 
 
-@register("Clip", since=11, layers=("Activation", "Maximum", "Minimum"))
+@register("Clip", since=11, layers=("Activation", "Maximum", "Minimum", "Reshape"))
 def clip(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     lo, hi = _clip_value(ctx, node, 1, -np.inf), _clip_value(ctx, node, 2, np.inf)

@@ -12,6 +12,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import OutputShapeRounding, PoolingAlgorithm
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.padding import same_pads
 
 from ..registry import all_checks, needs_const, register
 from . import conv3d
@@ -63,8 +64,7 @@ def _pads(ctx, node, nd, in_hw, kernel, strides, dilations):
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         out = []
         for size, k, s, d in zip(in_hw, kernel, strides, dilations):
-            total = max((math.ceil(size / s) - 1) * s + (k - 1) * d + 1 - size, 0)
-            small, big = total // 2, total - total // 2
+            small, big = same_pads(size, k, s, d)
             out.append((small, big) if auto == "SAME_UPPER" else (big, small))
         return out[0][0], out[1][0], out[0][1], out[1][1]
     if auto == "VALID":
@@ -109,7 +109,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     return w
 
 
-@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "Convolution3d"),
+@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "Convolution3d", "BatchNormalization", "BatchToSpaceNd", "SpaceToBatchNd", "Reshape"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     if _is_3d(ctx, node):
@@ -195,6 +195,9 @@ def _kernel(ctx, node, nd):
     return _pair(ks, nd, 1)
 
 
+_POOL_LAYERS = ("Pooling2d", "SpaceToBatchNd", "BatchToSpaceNd", "StridedSlice", "Reshape")  # dilated; 1-D
+
+
 def _pool(algo):
     def convert(ctx, node):
         if len(node.outputs) > 1 and node.outputs[1]:
@@ -215,11 +218,12 @@ def _pool(algo):
     return convert
 
 
-register("MaxPool", since=1, layers=("Pooling2d", "Pooling3d"), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
-register("AveragePool", since=1, layers=("Pooling2d", "Pooling3d"), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
+register("MaxPool", since=1, layers=_POOL_LAYERS + ("Pooling3d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Max))
+register("AveragePool", since=1, layers=_POOL_LAYERS + ("Pooling3d",), check=_spatial_rank_check)(_pool(PoolingAlgorithm.Average))
 
 
-@register("LpPool", since=1, layers=("Pooling2d", "Activation"), check=_spatial_rank_check)
+@register("LpPool", since=1, layers=("Pooling2d", "Activation", "BatchToSpaceNd", "Normalization", "Reshape",
+                  "SpaceToBatchNd"), check=_spatial_rank_check)
 def lp_pool(ctx, node):
     p = float(ctx.attr(node, "p", 2))
     if p <= 0:
@@ -268,7 +272,7 @@ def _global_max(ctx, x, name):
     return ctx.b.reshape(y, shape[:2] + (1,) * (len(shape) - 2), f"{name}_shape")
 
 
-@register("GlobalMaxPool", since=1, layers=("Pooling2d",))
+@register("GlobalMaxPool", since=1, layers=("Pooling2d", "Reshape"))
 def global_max_pool(ctx, node):
     x = ctx.port(node, 0)
     _spatial_axes(ctx, x, node)
@@ -288,7 +292,8 @@ def global_lp_pool(ctx, node):
     return power(ctx, m, 1.0 / p, n)
 
 
-@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d"),
+@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d", "BatchToSpaceNd",
+                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv_transpose(ctx, node):
     """Zero-insertion upsampling (Reshape + Pad + Reshape per axis), then an
@@ -370,3 +375,9 @@ def _pad_or_crop(ctx, x, before, after, name):
                         [None, None, shape[2] - crop_e[0], shape[3] - crop_e[1]], [1, 1, 1, 1], f"{name}_crop")
     pads = [(0, 0), (0, 0), (max(before[0], 0), max(after[0], 0)), (max(before[1], 0), max(after[1], 0))]
     return ctx.b.pad(x, pads, f"{name}_pad")
+
+
+# The geometry helpers the quantized operators (qlinear.py) share, under public names; the
+# converters here call them by the short ones.
+spatial_rank_check, to_4d, pair, pads, back = _spatial_rank_check, _to_4d, _pair, _pads, _back
+conv_operands, pool_geometry, kernel = _conv_operands, _pool_geometry, _kernel

@@ -20,8 +20,11 @@ def _binary_op(ltype):
     return convert
 
 
+# a constant operand folds into a Linear/BoundedReLu Activation or a per-channel BatchNormalization,
+# a quantized one is made by a FullyConnected (and StridedSlice); broadcasting reshapes
+_BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
 for _op, _lt in BINARY.items():
-    register(_op, since=7, layers=(_lt.name,))(_binary_op(_lt))
+    register(_op, since=7, layers=(_lt.name,) + _BROADCAST)(_binary_op(_lt))
 
 
 def _variadic(ltype):
@@ -42,12 +45,12 @@ def _variadic(ltype):
     return convert
 
 
-register("Sum", since=7, layers=("Addition",))(_variadic(L.Addition))
-register("Max", since=7, layers=("Maximum",))(_variadic(L.Maximum))
-register("Min", since=7, layers=("Minimum",))(_variadic(L.Minimum))
+register("Sum", since=7, layers=("Addition",) + _BROADCAST)(_variadic(L.Addition))
+register("Max", since=7, layers=("Maximum",) + _BROADCAST)(_variadic(L.Maximum))
+register("Min", since=7, layers=("Minimum",) + _BROADCAST)(_variadic(L.Minimum))
 
 
-@register("Mean", since=7, layers=("Addition", "Division"))
+@register("Mean", since=7, layers=("Addition", "Division", "Activation", "BatchNormalization", "Reshape"))
 def mean(ctx, node):
     n = sum(1 for i in range(len(node.inputs)) if ctx.has(node, i))
     total = _variadic(L.Addition)(ctx, node)

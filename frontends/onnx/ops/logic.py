@@ -113,27 +113,29 @@ def _boolean_result(ctx, port):
     return port
 
 
-@register("Equal", since=7, layers=("Equal",))
+@register("Equal", since=7, layers=("Equal", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
 def equal(ctx, node):
     return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Greater", since=7, layers=("Greater",))
+@register("Greater", since=7, layers=("Greater", "Reshape", "FullyConnected", "StridedSlice"))
 def greater(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Less", since=7, layers=("Greater",))
+@register("Less", since=7, layers=("Greater", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
 def less(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 1), ctx.val(node, 0), ctx.name(node))
 
 
-@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal"))
+@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal", "Comparison", "Reshape", "Activation",
+                  "FullyConnected", "StridedSlice"))
 def greater_or_equal(ctx, node):
     return compare(ctx, "ge", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("LessOrEqual", since=12, layers=("Minimum", "Equal"))
+@register("LessOrEqual", since=12, layers=("Minimum", "Equal", "Comparison", "Reshape", "Activation",
+                  "FullyConnected", "StridedSlice"))
 def less_or_equal(ctx, node):
     return compare(ctx, "le", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
@@ -211,7 +213,7 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum", "LogicalBinary"))
+@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice"))
 def or_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "or")
@@ -228,7 +230,8 @@ def xor(ctx, node):
     return _boolean_result(ctx, ctx.b.activation(d, AF.Abs, ctx.name(node)))
 
 
-@register("Where", since=9, layers=("Minimum", "Maximum", "Activation"))
+@register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape",
+                  "StridedSlice", "Subtraction"))
 def where(ctx, node):
     """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected
     branch): with P = +inf where the condition holds and -inf elsewhere,

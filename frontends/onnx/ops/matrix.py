@@ -9,6 +9,7 @@ from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.matrix import fc_last
 
 from ..registry import register
 from .common import binary, broadcast, repeat
@@ -18,10 +19,7 @@ MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch en
 
 def _fc(ctx, x: Port, w_oi: np.ndarray, bias, name: str) -> Port:
     """x [..., K] @ w_oi.T -> [..., O] (the leading axes folded into the FC batch)."""
-    shape = x.info.shape
-    flat = ctx.b.reshape(x, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
-    y = ctx.b.fully_connected(flat, np.ascontiguousarray(w_oi, np.float32), bias, name)
-    return ctx.b.reshape(y, shape[:-1] + (w_oi.shape[0],), f"{name}_nd")
+    return fc_last(ctx.b, x, np.ascontiguousarray(w_oi, np.float32), bias, name)
 
 
 def matmul_runtime(ctx, a: Port, b: Port, name: str) -> Port:
@@ -133,12 +131,13 @@ def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
     return ctx.b.reshape(y, batch + (sa[-2], b.shape[-1]), f"{name}_nd")
 
 
-@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "BatchMatMul"),
+@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "BatchMatMul", "Activation", "Merger", "Permute", "Reshape", "Addition", "StridedSlice"),
           notes="two run-time operands: BatchMatMul from --target 23.08 on")
 def matmul_(ctx, node):
     return matmul(ctx, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
-@register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition"))
+@register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition", "Activation", "Mean",
+                  "Multiplication", "Reshape", "StridedSlice"))
 def gemm(ctx, node):
     n = ctx.name(node)
     a, b = ctx.val(node, 0), ctx.val(node, 1)
@@ -174,3 +173,6 @@ def gemm(ctx, node):
     return ctx.to_shape(y, (m, nn), f"{n}_shape")
 
 
+
+
+fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qlinear.py)

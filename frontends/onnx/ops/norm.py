@@ -78,7 +78,7 @@ def _affine(ctx, y: Port, scale, shift, axis, name):
 
 
 @register("InstanceNormalization", since=6, layers=("Mean", "Subtraction", "Rsqrt", "BatchNormalization",
-                                                   "InstanceNormalization"),
+                                                   "InstanceNormalization", "Activation", "Multiplication"),
           check=needs_const(1, 2, what="scale/bias"),
           notes="one InstanceNormalization (float) and the per-channel scale and bias from the 20.08 format on")
 def instance_norm(ctx, node):
@@ -109,7 +109,9 @@ def _instance_norm_layer(ctx, x: Port, eps: float, scale, shift, n: str) -> Port
     return ctx.b.reshape(y, shape, n)
 
 
-@register("LayerNormalization", since=17, layers=("Mean", "Subtraction", "Rsqrt", "Multiplication"),
+@register("LayerNormalization", since=17, layers=("Mean", "Subtraction", "Rsqrt", "Multiplication",
+                  "Activation", "BatchNormalization", "Reshape", "Addition", "FullyConnected",
+                  "StridedSlice"),
           check=needs_const(1, 2, what="scale/bias"))
 def layer_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
@@ -130,7 +132,8 @@ def layer_norm(ctx, node):
     return [y, mu, inv]
 
 
-@register("GroupNormalization", since=18, layers=("Reshape", "Mean", "Rsqrt", "BatchNormalization"),
+@register("GroupNormalization", since=18, layers=("Reshape", "Mean", "Rsqrt", "BatchNormalization",
+                  "Activation", "Multiplication", "Subtraction"),
           check=needs_const(1, 2, what="scale/bias"))
 def group_norm(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
@@ -150,7 +153,7 @@ def group_norm(ctx, node):
     return _affine(ctx, y, scale, shift, 1, f"{n}_affine")
 
 
-@register("MeanVarianceNormalization", since=9, layers=("Mean", "Subtraction", "Rsqrt"))
+@register("MeanVarianceNormalization", since=9, layers=("Mean", "Subtraction", "Rsqrt", "Activation", "Division"))
 def mvn(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     axes = norm_axes(ctx.attr(node, "axes", [0, 2, 3]), x.info.rank)

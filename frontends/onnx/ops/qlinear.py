@@ -20,9 +20,15 @@ from armnn_import.lowering.quant import bias_int32, quant_conv2d_nchw
 from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qdq, qparams
 from ..registry import all_checks, needs_const, register
 from .common import binary, broadcast, mean, norm_axes, varying_axis
-from .conv import (_back, _conv_operands, _kernel, _pads, _pair, _pool_geometry, _spatial_rank_check,
-                   _to_4d)
-from .matrix import _fc
+from .conv import back as _back
+from .conv import conv_operands as _conv_operands
+from .conv import kernel as _kernel
+from .conv import pads as _pads
+from .conv import pair as _pair
+from .conv import pool_geometry as _pool_geometry
+from .conv import spatial_rank_check as _spatial_rank_check
+from .conv import to_4d as _to_4d
+from .matrix import fc_nd as _fc
 
 
 def _params(ctx, node, si: int, zi: int) -> tuple[float, int]:
@@ -63,7 +69,7 @@ def _no_block(node, ctx):
 
 
 # -- QuantizeLinear, DequantizeLinear --------------------------------------------------------------
-@register("QuantizeLinear", since=10, layers=("Activation",), check=all_checks(needs_const(1, 2), _no_block),
+@register("QuantizeLinear", since=10, layers=("Activation", "Quantize"), check=all_checks(needs_const(1, 2), _no_block),
           notes="absorbed into the tensor's quantization (a requantizing Linear when it changes); "
                 "a clamp to the quantization's range with --dequantize")
 def quantize_linear(ctx, node):
@@ -83,7 +89,7 @@ def quantize_linear(ctx, node):
     return ctx.b.linear(x, 1.0, 0.0, ctx.name(node), quant=q)
 
 
-@register("DequantizeLinear", since=10, layers=(), check=all_checks(needs_const(1, 2), _no_block),
+@register("DequantizeLinear", since=10, layers=("Dequantize",), check=all_checks(needs_const(1, 2), _no_block),
           notes="folded on constants; on a quantized tensor absorbed into its quantization; "
                 "identity with --dequantize")
 def dequantize_linear(ctx, node):
@@ -181,7 +187,8 @@ def qlinear_conv(ctx, node):
     return _conv(ctx, node, x, wu8, bias, _params(ctx, node, 6, 7), wq, fallback)
 
 
-@qdq("Conv")
+@qdq("Conv", layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "FullyConnected", "Merger", "Pad",
+                     "Permute", "Reshape", "SpaceToBatchNd", "StridedSlice"))
 def qdq_conv(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     real = ctx.const(node, 1, "weights").astype(np.float32)
@@ -278,7 +285,7 @@ def _gemm_inputs(ctx, node, a: Port):
     return ctx.b.permute(a, (1, 0), ctx.name(node, "at")) if ctx.attr(node, "transA", 0) else a
 
 
-@qdq("Gemm")
+@qdq("Gemm", layers=("FullyConnected", "Convolution2d", "Reshape"))
 def qdq_gemm(ctx, node):
     a = _gemm_inputs(ctx, node, ctx.port(node, 0, dtypes=None))
     b = _const_weights(ctx, node, 1).astype(np.float32)
@@ -299,7 +306,8 @@ def qdq_gemm(ctx, node):
     return _matrix(ctx, node, a, b, src, bias, ctx.quant.out_quant(node), node.inputs[1])
 
 
-@register("QGemm", since=1, layers=("FullyConnected", "Permute"), check=needs_const(1, 2, 3, 4, 5, 6, 7, 8),
+@register("QGemm", since=1, layers=("FullyConnected", "Permute", "Convolution2d", "Reshape"),
+          check=needs_const(1, 2, 3, 4, 5, 6, 7, 8),
           notes="com.microsoft; a float output only with --dequantize")
 def qgemm(ctx, node):
     a = _gemm_inputs(ctx, node, _qport(ctx, node, 0, 1, 2))
@@ -379,7 +387,7 @@ def _qdq_binary(ltype):
 for _op, _lt in (("Add", L.Addition), ("Mul", L.Multiplication)):
     register(f"QLinear{_op}", since=1, layers=(_lt.name, "Activation", "BatchNormalization"),
              check=needs_const(1, 2, 4, 5, 6, 7), notes="com.microsoft")(_qlinear_binary(_lt))
-    qdq(_op)(_qdq_binary(_lt))
+    qdq(_op, layers=(_lt.name,))(_qdq_binary(_lt))
 
 
 def _alpha(ctx, node, fn) -> float:
@@ -444,7 +452,8 @@ def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
     return ctx.b.mean(x, axes, True, ctx.name(node), quant=yq)
 
 
-@register("QLinearGlobalAveragePool", since=1, layers=("Mean",), check=needs_const(1, 2, 3, 4),
+@register("QLinearGlobalAveragePool", since=1, layers=("Mean", "Activation", "Addition", "Multiplication",
+                  "Permute", "Subtraction"), check=needs_const(1, 2, 3, 4),
           notes="com.microsoft; channels_last too")
 def qlinear_global_average_pool(ctx, node):
     x = _qport(ctx, node, 0, 1, 2)
@@ -454,7 +463,8 @@ def qlinear_global_average_pool(ctx, node):
     return _gap(ctx, node, x, _params(ctx, node, 3, 4), last)
 
 
-@qdq("GlobalAveragePool")
+@qdq("GlobalAveragePool", layers=("Mean", "Activation", "Addition", "Multiplication", "Permute",
+                                  "Subtraction"))
 def qdq_global_average_pool(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     return _gap(ctx, node, x, ctx.quant.out_quant(node, keep=x))
@@ -480,8 +490,8 @@ def _qdq_pool(algo):
     return convert
 
 
-qdq("MaxPool")(_qdq_pool(PoolingAlgorithm.Max))
-qdq("AveragePool")(_qdq_pool(PoolingAlgorithm.Average))
+qdq("MaxPool", layers=("Pooling2d",))(_qdq_pool(PoolingAlgorithm.Max))
+qdq("AveragePool", layers=("Pooling2d",))(_qdq_pool(PoolingAlgorithm.Average))
 
 
 def _check_qpool(node, ctx):
@@ -508,7 +518,7 @@ def _concat(ctx, node, ports, yq) -> Port:
     return ctx.b.concat(ports, axis, ctx.name(node), quant=yq)
 
 
-@qdq("Concat")
+@qdq("Concat", layers=("Merger",))
 def qdq_concat(ctx, node):
     vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
     return _concat(ctx, node, vals, ctx.quant.out_quant(node))

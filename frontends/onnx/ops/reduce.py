@@ -80,12 +80,12 @@ def _mean_based(pre, scale_by_count, post):
 
 _AXES = needs_const(1, what="axes")
 _R = "Reduce"  # (from --target 23.08)
-register("ReduceMean", since=1, layers=("Mean", _R), check=_AXES)(_mean_based(None, False, None))
-register("ReduceSum", since=1, layers=("Mean", "Activation", _R), check=_AXES)(_mean_based(None, True, None))
-register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R), check=_AXES)(
+register("ReduceMean", since=1, layers=("Mean", _R, "Reshape"), check=_AXES)(_mean_based(None, False, None))
+register("ReduceSum", since=1, layers=("Mean", "Activation", _R, "Reshape"), check=_AXES)(_mean_based(None, True, None))
+register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R, "Reshape"), check=_AXES)(
     _mean_based(AF.Square, True, None))
-register("ReduceL1", since=1, layers=("Activation", "Mean", _R), check=_AXES)(_mean_based(AF.Abs, True, None))
-register("ReduceL2", since=1, layers=("Activation", "Mean", _R), check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
+register("ReduceL1", since=1, layers=("Activation", "Mean", _R, "Reshape"), check=_AXES)(_mean_based(AF.Abs, True, None))
+register("ReduceL2", since=1, layers=("Activation", "Mean", _R, "Reshape"), check=_AXES)(_mean_based(AF.Square, True, AF.Sqrt))
 
 
 def _grouped(ctx, x, axes, name):
@@ -130,7 +130,7 @@ register("ReduceMin", since=1, layers=("Permute", "Reshape", "Pooling2d", "Activ
          check=_AXES)(_max_min(True))
 
 
-@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication", _R), check=_AXES,
+@register("ReduceProd", since=1, layers=("StridedSlice", "Multiplication", _R, "Reshape", "Permute"), check=_AXES,
           notes=f"before --target 23.08: at most {MAX_PROD} elements per product")
 def reduce_prod(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)

@@ -20,6 +20,7 @@ from armnn_import.executor.structural import resize_matrix
 from armnn_import.ir.types import DataLayout, DataType, ResizeMethod
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.matrix import fc_along_axis
 
 from ..registry import needs_const, register
 from .common import norm_axes, repeat
@@ -109,18 +110,8 @@ def _repeat_factor(m: np.ndarray):
 
 
 def _apply_fc(ctx, x, axis, m, bias, name):
-    rank = x.info.rank
-    perm = [i for i in range(rank) if i != axis] + [axis]
-    xt = ctx.b.permute(x, perm, f"{name}_last")
-    shape = xt.info.shape
-    flat = ctx.b.reshape(xt, (int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]), f"{name}_2d")
-    y = ctx.b.fully_connected(flat, m.astype(np.float32), None if not bias.any() else bias.astype(np.float32),
-                              f"{name}_fc")
-    y = ctx.b.reshape(y, shape[:-1] + (m.shape[0],), f"{name}_nd")
-    inv = [0] * rank
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return ctx.b.permute(y, inv, name)
+    return fc_along_axis(ctx.b, x, axis, m.astype(np.float32),
+                         None if not bias.any() else bias.astype(np.float32), name)
 
 
 def _apply_repeat(ctx, x, axis, r, name):
@@ -199,7 +190,7 @@ def upsample7(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.attr(node, "scales"))
 
 
-@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
+@register("Upsample", since=9, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize", "Reshape"),
           check=needs_const(1, what="scales"))
 def upsample9(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
@@ -211,7 +202,7 @@ def resize10(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
+@register("Resize", since=11, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize", "Reshape", "Permute"),
           check=needs_const(1, 2, 3, what="roi/scales/sizes"))
 def resize11(ctx, node):
     x = ctx.port(node, 0)

@@ -91,7 +91,7 @@ def transpose(ctx, node):
     return ctx.b.permute(x, perm, ctx.name(node))
 
 
-@register("Concat", since=4, layers=("Merger", "Concat"), notes="Concat from the 20.08 format on")
+@register("Concat", since=4, layers=("Merger", "Concat", "FullyConnected", "Reshape", "StridedSlice"), notes="Concat from the 20.08 format on")
 def concat(ctx, node):
     vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
     vals = [v for v in vals if int(np.prod(ctx.lshape(v), dtype=np.int64)) > 0]  # empty inputs add nothing
@@ -153,7 +153,8 @@ def _int_list(ctx, node, i) -> list[int]:
     return v.reshape(-1).tolist()
 
 
-@register("Slice", since=1, layers=("StridedSlice",), check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
+@register("Slice", since=1, layers=("StridedSlice", "Reshape"),
+          check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
 def slice_(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     shape = ctx.lshape(x)
@@ -189,7 +190,7 @@ def _pad_check(node, ctx):
     return needs_const(1, 2, 3, what="pads/value/axes")(node, ctx)
 
 
-@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger", "Addition", "Concat"), check=_pad_check,
+@register("Pad", since=2, layers=("Pad", "StridedSlice", "Merger", "Addition", "Concat", "FullyConnected", "Reshape"), check=_pad_check,
           notes="20.08 on: a constant value in the Pad layer; 23.08 on: reflect as one Pad (MirrorPad)")
 def pad(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
@@ -361,7 +362,7 @@ def _gather_runtime(ctx, data, indices, axis: int, n: str) -> Port:
     return ctx.b.gather(table, indices, axis, n)
 
 
-@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Gather"), check=_gather_check,
+@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Gather", "Reshape"), check=_gather_check,
           notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, node):
     data, indices, n = ctx.val(node, 0), ctx.val(node, 1), ctx.name(node)

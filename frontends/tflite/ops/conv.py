@@ -9,6 +9,7 @@ from armnn_import.ir.types import (ConstTensor, DataLayout, DataType, LayerType,
                                    TensorInfo)
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering import perchannel
+from armnn_import.lowering.padding import same_pads
 from armnn_import.lowering.qround import relabel
 from armnn_import.lowering.quant import (PER_CHANNEL_EXACT, channel_runs, quant_conv2d, quant_conv2d_nchw,
                                          requantize_weights)
@@ -27,9 +28,7 @@ def pads_1d(padding: int, size: int, k: int, stride: int, dilation: int = 1) -> 
     """TFLite's SAME/VALID padding of one spatial axis as (before, after)."""
     if padding == VALID:
         return 0, 0
-    out = -(-size // stride)
-    total = max((out - 1) * stride + (k - 1) * dilation + 1 - size, 0)
-    return total // 2, total - total // 2
+    return same_pads(size, k, stride, dilation)
 
 
 def pads_2d(opts, hw, khw, strides, dil=(1, 1)) -> tuple[int, int, int, int]:
@@ -208,7 +207,7 @@ def conv_2d(ctx, op):
 @REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
                    layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
                            "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation",
-                           "Merger"),
+                           "Merger", "Convolution2d", "Permute"),
                    notes="any depth multiplier; dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an "
                          "Addition of a per-channel constant; quantized bias inside the layer (rows of a "
                          "constant, from a Pad and an Addition, read by extra kernel rows); per-channel int8 "
@@ -247,7 +246,8 @@ def _check_transpose_conv(op, ctx):
 
 @REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, check=_check_transpose_conv,
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
-                           "FullyConnected", "BatchNormalization"),
+                           "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
+                           "StridedSlice"),
                    notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
@@ -303,7 +303,7 @@ def _check_fc(op, ctx):
 
 
 @REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
-                   layers=("FullyConnected", "Reshape", "Merger"),
+                   layers=("FullyConnected", "Reshape", "Merger", "Activation", "Convolution2d"),
                    notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
                          "per run of channels sharing a scale (up to 64)")
 def fully_connected(ctx, op):
@@ -417,3 +417,4 @@ for _op, _algo, _until, _layers in (
         ("L2_POOL_2D", PoolingAlgorithm.L2, 1, ("Activation", "Pooling2d"))):
     REGISTRY.register(_op, since=1, until=_until, check=_check_pool if _op != "L2_POOL_2D" else _check_l2,
                       layers=_layers)(empty_pool_or(_pool(_algo)))
+const_weights = _const_weights  # (conv3d.py)

@@ -7,7 +7,7 @@ from armnn_import.ir.types import DataLayout
 from armnn_import.lowering import Unsupported
 
 from . import REGISTRY
-from .conv import _const_weights, pads_1d
+from .conv import const_weights as _const_weights, pads_1d
 
 FLOAT32 = 0
 

@@ -11,8 +11,11 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, safe_constant
 
 from .. import quant as Q
+from .. import types as T
 from . import REGISTRY
-from .shape import _fold_size
+from .common import float_only as _float_only
+from .common import fold_size as _fold_size
+from .common import quant_constant
 
 NUMPY = {LT.Addition: np.add, LT.Subtraction: np.subtract, LT.Multiplication: np.multiply,
          LT.Division: np.divide, LT.Maximum: np.maximum, LT.Minimum: np.minimum,
@@ -67,26 +70,6 @@ def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None):
     return nb.binary(ltype, k, x, name, quant=q) if const_first else nb.binary(ltype, x, k, name, quant=q)
 
 
-def quant_constant(ctx, like, values, quant, name):
-    """A quantized constant tensor without a Constant layer: one element of `like`
-    through a FullyConnected whose weights are zero and whose Signed32 bias holds
-    the values at 1/1024 of the output step, so they encode exactly."""
-    from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
-
-    nb = ctx.nb
-    values = Q.finite(np.asarray(values, np.float64), f"constant {name!r}")
-    scale, offset = quant if quant is not None else Q.covering_quant(float(values.min()), float(values.max()))
-    one = nb.reshape(nb.slice(like, [0] * like.info.rank, [1] * like.info.rank, [1] * like.info.rank,
-                              f"{name}_pick"), (1, 1), f"{name}_flat")
-    w_scale = float(np.float32(scale / 1024.0 / like.info.scale))
-    w = ConstTensor(np.zeros((values.size, 1), np.uint8),
-                    TensorInfo((values.size, 1), DataType.QuantisedAsymm8, w_scale, 0))
-    bias = Q.bias_int32(values.reshape(-1), float(np.float32(like.info.scale * w_scale)))
-    y = nb.fully_connected(one, w, bias, name, quant=(scale, offset))
-    ctx.report.decomposition("quantized constant", "FullyConnected with zero weights and the values as bias")
-    return nb.reshape(y, values.shape or (1,), f"{name}_shape")
-
-
 def fold_binary(ctx, op, fn, a, b):
     """Output 0 of op as fn of two constants, refused before a broadcast gets too large."""
     x, y = ctx.const(a), ctx.const(b)
@@ -110,7 +93,7 @@ def binary_op(ctx, op, ltype, swap=False):
         if x.info.dtype.is_quantized:
             ci = a if ca else b
             cq = ctx.qparams(ci) if ctx.t(ci).quant is not None and ctx.t(ci).quant.per_tensor \
-                and ctx.t(ci).type in (3, 9) and ci not in ctx.folded else None
+                and ctx.t(ci).type in (T.UINT8, T.INT8) and ci not in ctx.folded else None
             y = _quant_const(ctx, ltype, x, c, name, ca, q, cq)
         else:
             y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
@@ -118,15 +101,18 @@ def binary_op(ctx, op, ltype, swap=False):
 
 
 def _check_binary(op, ctx):
-    if op.op == "DIV" and any(ctx.t(i).type == 2 and not ctx.is_const(i) for i in op.inputs[:2]):
+    if op.op == "DIV" and any(ctx.t(i).type == T.INT32 and not ctx.is_const(i) for i in op.inputs[:2]):
         return "integer division (Arm NN divides in float and truncates differently)"
     return None
 
 
+# constants folded into Linear/BoundedReLu Activations or a BatchNormalization; a quantized one made by
+# a FullyConnected (StridedSlice, Reshape)
+_BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
 for _op, (_lt, _until) in {"ADD": (LT.Addition, 5), "SUB": (LT.Subtraction, 5), "MUL": (LT.Multiplication, 7),
                            "DIV": (LT.Division, 2), "MAXIMUM": (LT.Maximum, 4),
                            "MINIMUM": (LT.Minimum, 4)}.items():
-    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,),
+    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,) + _BROADCAST,
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
@@ -171,7 +157,9 @@ for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 3, ("Maximum", "Eq
                                       "LESS_EQUAL": ("le", 3, ("Minimum", "Equal")),
                                       "NOT_EQUAL": ("ne", 3, ("Maximum", "Minimum", "Activation", "Addition",
                                                               "Greater"))}.items():
-    REGISTRY.register(_op, since=1, until=_until, layers=_layers,
+    # the richer formats' Comparison; NOT_EQUAL's NaN constants are quantized by a FullyConnected
+    REGISTRY.register(_op, since=1, until=_until, layers=_layers + ("Comparison",) + (
+                          ("FullyConnected", "Reshape", "StridedSlice") if _kind == "ne" else ()),
                       notes={"ge": "Equal(Maximum(b, a), a)", "le": "Equal(Minimum(b, a), a)",
                              "ne": "Greater(max, min) with NaN sent to +-inf (NaN-exact)"}[_kind])(
         lambda ctx, op, _kind=_kind: compare_op(ctx, op, _kind))
@@ -195,7 +183,7 @@ def squared_difference(ctx, op):
 
 
 @REGISTRY.register("FLOOR_DIV", since=1, until=3, check=lambda op, ctx: _float_only(op, ctx) or (
-    "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != 0 else None),
+    "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != T.FLOAT32 else None),
     layers=("Division", "Floor"))
 def floor_div(ctx, op):
     a, b = op.inputs[:2]
@@ -223,12 +211,6 @@ def add_n(ctx, op):
 
 
 # -- unary -------------------------------------------------------------------------------------
-def _float_only(op, ctx):
-    if ctx.is_quant(op.inputs[0]) or ctx.is_quant(op.outputs[0]):
-        return "quantized form has no exact lowering (it needs float intermediates)"
-    return None
-
-
 def _activation(fn, a=0.0, b=0.0):
     def convert(ctx, op):
         x = ctx.port(op.inputs[0])
@@ -277,7 +259,7 @@ def ceil(ctx, op):
 
 @REGISTRY.register("ZEROS_LIKE", since=1, until=1, layers=("Activation",), notes="Linear(a=0, b=0)")
 def zeros_like(ctx, op):
-    if ctx.t(op.outputs[0]).type not in (0, 3, 9):
+    if ctx.t(op.outputs[0]).type not in (T.FLOAT32, T.UINT8, T.INT8):
         raise Unsupported("integer zeros (Arm NN computes activations in float)")
     ctx.set(op, 0, ctx.nb.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.types import DataType, LayerType
+from armnn_import.lowering.quant import DEQUANTIZE_HINT
 
 from .. import quant as Q
-from ..convert import DEQUANTIZE_HINT
+from .. import types as T
 from . import REGISTRY
 
 
@@ -35,13 +36,13 @@ def _check_dequantize(op, ctx):
             "Dequantize layer and one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=(),
+@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=("Dequantize",),
                    notes="constants (float16, int8) converted to float32; identity with --dequantize")
 def dequantize(ctx, op):
     i = op.inputs[0]
     if ctx.is_const(i):
         t = ctx.t(i)
-        kind = "float16" if t.type == 1 else t.type_name.lower()
+        kind = "float16" if t.type == T.FLOAT16 else t.type_name.lower()
         ctx.report.quantization.append({"tensor": t.name, "decision": f"{kind} constant converted to float32"})
         ctx.fold(op, 0, ctx.const(i))
         return
@@ -67,7 +68,7 @@ def _check_quantize(op, ctx):
             "one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation",),
+@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation", "Quantize"),
                    notes="requantization as Linear(a=1) into the new quantization")
 def quantize(ctx, op):
     i, o = op.inputs[0], op.outputs[0]

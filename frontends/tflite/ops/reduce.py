@@ -10,8 +10,8 @@ from armnn_import.ir.types import (DataLayout, DataType, LayerType, Normalizatio
                                    NormalizationAlgorithmMethod, PoolingAlgorithm, ReduceOperation)
 from armnn_import.lowering import Unsupported
 
-from .elementwise import _float_only
-from .shape import _scalar_shape
+from .common import float_only as _float_only
+from .common import scalar_shape as _scalar_shape
 from . import REGISTRY
 
 NHWC = DataLayout.NHWC
@@ -109,7 +109,7 @@ def reduce_max(ctx, op):
 
 
 @REGISTRY.register("REDUCE_MIN", since=1, until=3, check=_check_reduce,
-                   layers=("Activation", "Pooling2d", "Reshape", _R), notes="before --target 23.08: -max(-x)")
+                   layers=("Activation", "Pooling2d", "Reshape", _R, "Permute"), notes="before --target 23.08: -max(-x)")
 def reduce_min(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
         nq = None if not x.info.dtype.is_quantized else (x.info.scale, 255 - x.info.offset)  # q -> 255 - q
@@ -126,7 +126,7 @@ def _check_prod(op, ctx):
 
 
 @REGISTRY.register("REDUCE_PROD", since=1, until=2, check=_check_prod,
-                   layers=("StridedSlice", "Multiplication", "Merger", _R),
+                   layers=("StridedSlice", "Multiplication", "Merger", _R, "Reshape"),
                    notes="before --target 23.08: float only, pairwise products of halves, log2(n) levels per axis")
 def reduce_prod(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):

@@ -10,6 +10,7 @@ import numpy as np
 from armnn_import.ir import descriptors as D
 from armnn_import.executor.structural import resize_matrix
 from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, ResizeMethod, TensorInfo
+from armnn_import.lowering.matrix import fc_last
 
 from . import REGISTRY
 from .shape import gather_const
@@ -83,11 +84,8 @@ def _weights(ctx, m: np.ndarray, quantized: bool, name: str):
 
 def _along_last(ctx, x, m, name):
     """y[..., o] = sum_i m[o, i] x[..., i] with a FullyConnected."""
-    nb, shape = ctx.nb, x.info.shape
     q = (x.info.scale, x.info.offset) if x.info.dtype.is_quantized else None
-    y = nb.reshape(x, (int(np.prod(shape[:-1])), shape[-1]), f"{name}_rows")
-    y = nb.fully_connected(y, _weights(ctx, m, q is not None, name), None, name, quant=q)
-    return nb.reshape(y, shape[:-1] + (m.shape[0],), f"{name}_unrows")
+    return fc_last(ctx.nb, x, _weights(ctx, m, q is not None, name), None, name, names=("_rows", "_unrows"), quant=q)
 
 
 def _size(ctx, op):

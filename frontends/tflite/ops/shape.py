@@ -12,13 +12,16 @@ from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, 
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.builder import through_float_exactly
 
+from .. import types as T
 from . import REGISTRY
+from .common import fold_size as _fold_size
+from .common import quant_constant
+from .common import scalar_shape as _scalar_shape
 
 NHWC = DataLayout.NHWC
 MAX_SLICES = 32  # above this many pieces a constant gather becomes a FullyConnected selection
 MAX_MATRIX = 1 << 26  # elements of a constant selection or interpolation matrix
 MAX_COPIES = 4096  # Merger inputs made by TILE
-MAX_FOLDED = 1 << 26  # elements of a constant computed at conversion time
 
 
 def _all_const(ctx, op, inputs=None) -> bool:
@@ -38,17 +41,6 @@ def _value(ctx, i):
     return ctx.const(i) if t.quant is not None or t.data.dtype.kind == "f" else t.data
 
 
-def _fold_size(shape, what):
-    """Refuse a constant result too large to compute at conversion time (before allocating it)."""
-    n = math.prod(int(d) for d in shape)
-    if n > MAX_FOLDED:
-        raise Unsupported(f"{what} would make a constant of {n:,} elements (at most {MAX_FOLDED:,})")
-
-
-def _scalar_shape(shape):
-    return tuple(shape) or (1,)
-
-
 def _axis(a: int, rank: int) -> int:
     if not -rank <= a < rank:
         raise Unsupported(f"axis {a} out of range for rank {rank}")
@@ -57,13 +49,11 @@ def _axis(a: int, rank: int) -> int:
 
 def materialize(ctx, i, like):
     """A constant operand as a runtime tensor of like's type, without a Constant layer."""
-    from .elementwise import quant_constant
-
     t = ctx.t(i)
     if like.info.dtype.is_quantized:
-        q = ctx.qparams(i) if t.quant is not None and t.quant.per_tensor and t.type in (3, 9) else None
+        q = ctx.qparams(i) if t.quant is not None and t.quant.per_tensor and t.type in (T.UINT8, T.INT8) else None
         return quant_constant(ctx, like, ctx.const(i), q, f"{t.name}_const")
-    if like.info.dtype != DataType.Float32 or (t.type not in (0, 1) and t.quant is None):
+    if like.info.dtype != DataType.Float32 or (t.type not in (T.FLOAT32, T.FLOAT16) and t.quant is None):
         raise Unsupported(f"constant tensor {t.name!r} would need a Constant layer here")
     return ctx.nb.constant(like, ctx.const(i), f"{t.name}_const")
 
@@ -346,8 +336,8 @@ def _pads(ctx, op, rank):
     return [(int(a), int(b)) for a, b in p]
 
 
-@REGISTRY.register("PAD", since=1, until=4, layers=("Pad",))
-@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation"),
+@REGISTRY.register("PAD", since=1, until=4, layers=("Pad", "SpaceToBatchNd"))
+@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation", "Subtraction"),
                    notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float; the value in the "
                          "Pad layer from the 20.08 format on")
 def pad(ctx, op):
@@ -569,7 +559,7 @@ def _check_gather(op, ctx):
 
 
 @REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
-                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather"),
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape"),
                    notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
     nb, name = ctx.nb, ctx.name(op)

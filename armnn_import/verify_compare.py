@@ -1,0 +1,109 @@
+"""Comparing an .armnn tensor with the source model's: the tolerances, the result of one
+comparison, and the ways (as is, NCHW <-> NHWC, reshape) to bring one's shape to the other's.
+Used by `verify` for the outputs (verify_cmd.py) and for every layer (verify_layers.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .ir.axes import TO_NCHW, TO_NHWC
+from .ir.types import TensorInfo
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float = 1e-3   # float tensors pass when |got - ref| <= atol + rtol * |ref| everywhere
+    atol: float = 1e-4
+    lsb: float = 1.0     # quantized tensors pass when off by at most this many quantization steps
+
+    def __str__(self):
+        return f"rtol {self.rtol:g}, atol {self.atol:g}, {self.lsb:g} LSB"
+
+
+@dataclass
+class Comparison:
+    name: str                  # the output, or the .armnn layer for --per-layer
+    shape: tuple
+    max_abs: float
+    max_rel: float | None      # over elements whose reference exceeds atol in magnitude
+    lsb: float | None          # max abs error in quantization steps (quantized tensors)
+    ok: bool
+    node: str = ""             # --per-layer: the source node and its operator
+    op: str = ""
+    layer_type: str = ""
+    fused: list = field(default_factory=list)  # --per-layer: earlier source nodes computed by the same tensor
+
+    def cells(self) -> tuple[str, ...]:
+        return ("x".join(map(str, self.shape)) or "scalar", f"{self.max_abs:.3g}",
+                "-" if self.max_rel is None else f"{self.max_rel:.3g}",
+                "-" if self.lsb is None else f"{self.lsb:g}", "ok" if self.ok else "FAIL")
+
+
+def reshapings(shape: tuple, target: tuple, permuted_first: bool = False) -> list:
+    """Ways to bring an array of `shape` to `target`: None (as is), a
+    transpose (NCHW <-> NHWC), or "reshape" (same elements in order)."""
+    ways = [None] if tuple(shape) == tuple(target) else []
+    if len(shape) == 4:
+        perms = [p for p in (TO_NCHW, TO_NHWC) if tuple(shape[i] for i in p) == tuple(target)]
+        ways = perms + ways if permuted_first else ways + perms
+    if not ways and int(np.prod(shape)) == int(np.prod(target)):
+        ways = ["reshape"]
+    return ways
+
+
+def apply_way(a: np.ndarray, way, target) -> np.ndarray:
+    if way is None:
+        return a
+    if way == "reshape":
+        return a.reshape(target)
+    return np.ascontiguousarray(a.transpose(way))
+
+
+def real_values(a: np.ndarray, quant) -> np.ndarray:
+    a = np.asarray(a)
+    if quant is None:
+        return a.astype(np.float64)
+    return (a.astype(np.float64) - quant[1]) * quant[0]
+
+
+def armnn_quant(info: TensorInfo):
+    return (info.scale, info.offset) if info.dtype.is_quantized else None
+
+
+# -- comparing --------------------------------------------------------------------------
+
+def compare(name: str, ref, ref_quant, got, got_info: TensorInfo, tol: Tolerance, ways=(None,)) -> Comparison:
+    """Compare the .armnn tensor `got` with the source's `ref` in real values,
+    under each of `ways` to match their shapes; the closest match counts."""
+    step = got_info.scale if got_info.dtype.is_quantized else (ref_quant[0] if ref_quant else None)
+    best = None
+    for way in ways:
+        g = real_values(apply_way(np.asarray(got), inverse(way), np.shape(ref)), armnn_quant(got_info))
+        r = real_values(ref, ref_quant)
+        c = _errors(name, r, g.reshape(r.shape), tol, step)
+        if best is None or (c.ok, -c.max_abs) > (best.ok, -best.max_abs):
+            best = c
+    return best
+
+
+def inverse(way):
+    if way is None or way == "reshape":
+        return way
+    return tuple(int(i) for i in np.argsort(way))
+
+
+def _errors(name, ref: np.ndarray, got: np.ndarray, tol: Tolerance, step) -> Comparison:
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.where((ref == got) | (np.isnan(ref) & np.isnan(got)), 0.0, np.abs(got - ref))
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    max_abs = float(diff.max()) if diff.size else 0.0
+    big = np.abs(ref) > tol.atol
+    max_rel = float((diff[big] / np.abs(ref[big])).max()) if big.any() else None
+    if step:
+        lsb = round(max_abs / step, 3)
+        ok = lsb <= tol.lsb
+    else:
+        lsb = None
+        ok = bool(np.all(diff <= tol.atol + tol.rtol * np.abs(np.nan_to_num(ref))))
+    return Comparison(name, tuple(ref.shape), max_abs, max_rel, lsb, ok)

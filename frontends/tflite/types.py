@@ -1,0 +1,3 @@
+"""TFLite's TensorType codes (schema.fbs enum TensorType), by name."""
+FLOAT32, FLOAT16, INT32, UINT8, INT64, STRING, BOOL, INT16, COMPLEX64, INT8, FLOAT64 = range(11)
+COMPLEX128, UINT64, RESOURCE, VARIANT, UINT32, UINT16, INT4, BFLOAT16 = range(11, 19)

@@ -1,0 +1,153 @@
+"""The catalogue does not lie: every registry entry's converter, run on the reference models
+(test_models/) and the ONNX node suite at each target, emits only layer types its entry lists
+in ``layers=`` (what docs/operators.md shows), and every entry is run by at least one model.
+
+The converters are wrapped to record the layers each one adds to the graph; the passes that
+run after conversion (folding, layout, fp16) are not attributed to an operator.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ("19.02", "20.08", "23.08")
+#: layers a converter may add whatever it lowers: the graph's own ends
+ALWAYS = {"Input", "Output"}
+#: entries no reference model or node-suite case runs yet (the node suite's cases of most of these
+#: are refused before the converter runs: an opset past the entry, a non-constant input, a
+#: sequence input); each wants a model in test_models/ (tests/tflite/tfl_builder.py for TFLite)
+NOT_YET_RUN = {
+    "onnx AveragePool (quantized) 1+",
+    "onnx Clip (quantized) 1+",
+    "onnx Clip 6-10",
+    "onnx GlobalLpPool 2+",
+    "onnx LeakyRelu (quantized) 1+",
+    "onnx LogSoftmax 1-12",
+    "onnx MatMul (quantized) 1+",
+    "onnx Mul (quantized) 1+",
+    "onnx QLinearAveragePool 1+",
+    "onnx QLinearLeakyRelu 1+",
+    "onnx QLinearMatMul 10+",
+    "onnx QLinearMul 1+",
+    "onnx QLinearSigmoid 1+",
+    "onnx Relu (quantized) 1+",
+    "onnx Resize 10-10",
+    "onnx Sigmoid (quantized) 1+",
+    "onnx Softmax 1-12",
+    "onnx Upsample 7-8",
+    "tflite BIDIRECTIONAL_SEQUENCE_LSTM 1-3",
+    "tflite BROADCAST_TO 1-3",
+    "tflite CAST 1-6",
+    "tflite CEIL 1-1",
+    "tflite DENSIFY 1-1",
+    "tflite FLOOR_DIV 1-3",
+    "tflite SHAPE 1-1",
+    "tflite SQUARED_DIFFERENCE 1-2",
+    "tflite UNIDIRECTIONAL_SEQUENCE_RNN 1-3",
+    "tflite ZEROS_LIKE 1-1",
+}
+
+
+def _registries():
+    from armnn_import_frontends.onnx.registry import REGISTRY as ONNX
+    from armnn_import_frontends.tflite.ops import REGISTRY as TFLITE
+    import armnn_import_frontends.onnx.ops  # noqa: F401  (fills the ONNX registry)
+    return {"onnx": ONNX, "tflite": TFLITE}
+
+
+def _key(fe, e, quantized=False) -> str:
+    return f"{fe} {e.op}{' (quantized)' if quantized else ''} {e.version_range}"
+
+
+def _wrap(fe, entry, seen, quantized=False):
+    def recorded(ctx, node):
+        g = ctx.g
+        before = set(map(id, g.layers))
+        try:
+            return entry.fn(ctx, node)
+        finally:
+            seen[_key(fe, entry, quantized)].update(l.type.name for l in g.layers if id(l) not in before)
+    recorded.__name__ = getattr(entry.fn, "__name__", "converter")
+    return dataclasses.replace(entry, fn=recorded)
+
+
+def _models():
+    for ext in ("onnx", "tflite"):
+        yield from sorted((ROOT / "test_models").rglob(f"*.{ext}"))
+
+
+def _node_cases():
+    """Each case's model, and (as conformance.py does) the same with its inputs after the first
+    made constants, which many converters need."""
+    sys.path.insert(0, str(ROOT / "tests" / "onnx"))
+    import conformance
+    for c in conformance.node_cases():
+        yield c.model
+        if len(c.data_sets[0][0]) > 1:
+            try:
+                yield conformance.freeze_inputs(c.model, c.data_sets[0][0])
+            except (NotImplementedError, ValueError):  # sequence inputs: no initializer holds them
+                pass
+
+
+def survey(targets=TARGETS):
+    """entry key -> layer types its converter emitted; and the entries (key -> layers=)."""
+    import armnn_import
+    from armnn_import.errors import ArmnnImportError
+
+    regs = _registries()
+    seen: dict[str, set[str]] = defaultdict(set)
+    listed = {_key(fe, e): set(e.layers) for fe, r in regs.items() for e in r.entries()}
+    listed.update({_key(fe, e, True): set(e.layers) for fe, r in regs.items() for e in r.quantized_entries()})
+    saved = {fe: (r._entries, r._quantized) for fe, r in regs.items()}
+    try:
+        for fe, r in regs.items():
+            r._entries = {op: [_wrap(fe, e, seen) for e in es] for op, es in saved[fe][0].items()}
+            r._quantized = {op: [_wrap(fe, e, seen, True) for e in es] for op, es in saved[fe][1].items()}
+        sources = [str(p) for p in _models()] + list(_node_cases())
+        for target in targets:
+            for src in sources:
+                try:
+                    armnn_import.convert(src, target=target)
+                except ArmnnImportError:
+                    pass  # a refusal: whatever its converters added before it still counts
+    finally:
+        for fe, r in regs.items():
+            r._entries, r._quantized = saved[fe]
+    return seen, listed
+
+
+@pytest.fixture(scope="module")
+def surveyed():
+    return survey()
+
+
+def test_every_entry_emits_only_the_layers_it_lists(surveyed):
+    seen, listed = surveyed
+    wrong = {k: sorted(v - listed[k] - ALWAYS) for k, v in seen.items() if v - listed[k] - ALWAYS}
+    assert not wrong, "\n".join(f"{k}: emits {v}, not in its layers=" for k, v in sorted(wrong.items()))
+
+
+def test_every_entry_is_run_by_a_model(surveyed):
+    seen, listed = surveyed
+    missing = sorted(k for k in listed if k not in seen and k not in NOT_YET_RUN)
+    assert not missing, f"{len(missing)} entries no model runs:\n" + "\n".join(missing)
+    now_run = sorted(k for k in NOT_YET_RUN if k in seen)
+    assert not now_run, f"these entries are run now; drop them from NOT_YET_RUN: {now_run}"
+    assert NOT_YET_RUN <= set(listed), sorted(NOT_YET_RUN - set(listed))
+
+
+if __name__ == "__main__":
+    seen, listed = survey(sys.argv[1:] or TARGETS)
+    for k in sorted(listed):
+        extra = sorted(seen.get(k, set()) - listed[k] - ALWAYS)
+        if k not in seen:
+            print("NOT RUN", k)
+        elif extra:
+            print("EXTRA  ", k, extra)
