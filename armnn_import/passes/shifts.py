@@ -47,7 +47,7 @@ def _scale_shift(layer: Layer, rich: bool) -> tuple[np.ndarray | None, np.ndarra
     b = _pure_shift(layer)
     if b is not None:
         return None, b
-    if not (rich and _float_bn(layer) and layer.outputs[0].rank == 4 and layer.desc.eps == 0.0):
+    if not (rich and float_bn(layer) and layer.outputs[0].rank == 4 and layer.desc.eps == 0.0):
         return None
     t = {k: v.data for k, v in layer.tensors.items()}
     if np.any(t["mean"] != 0) or np.any(t["variance"] != 1):
