@@ -10,8 +10,10 @@ frontends (the early layer set gets recurrent.unroll instead).
 
 Both follow the same cell as recurrent.Cell (gates i, f, o, c; biases summed once, which is
 what the unrolled form adds too). A zero initial state is made from the first step's input by
-a FullyConnected with zero weights (no Constant layer); like recurrent's `constant`, NaN or
-infinity there would reach the state.
+a FullyConnected with zero weights in `steps` (no Constant layer: a 20.08 file must also load
+on 23.08, which misreads Constants of files without weightsLayoutScheme 1); like recurrent's
+`constant`, NaN or infinity there would reach the state. `sequence` (23.08 files only) takes a
+Constant layer of zeros.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import numpy as np
 from ..ir import descriptors as D
 from ..ir.graph import Port
 from ..ir.types import ActivationFunction as AF
-from ..ir.types import ConstTensor
+from ..ir.types import ConstTensor, DataType
 from ..ir.types import LayerType as L
 from .builder import NetBuilder
 from .recurrent import Cell
@@ -112,8 +114,11 @@ def sequence(b: NetBuilder, cell: Cell, x: Port, time_axis: int, h0: Port | None
     if reverse:
         xt = b.slice(xt, [None] * 3, [None] * 3, [-1, 1, 1], f"{name}_reversed")
     if h0 is None or c0 is None:
-        first = b.slice(xt, [0, None, 0], [1, None, 1], [1, 1, 1], f"{name}_x0")  # [1, B, 1]
-        zero = _zeros(b, b.reshape(first, (xt.info.shape[1], 1), f"{name}_x0_2d"), cell.hidden, f"{name}_zero")
+        # one Constant layer: 23.08-format files say weightsLayoutScheme 1, so Arm NN 23.08 reads
+        # it as written (and no NaN of the input can reach the state, as with _zeros)
+        zero = b.add(L.Constant, f"{name}_zero", [], tensors={"input": ConstTensor(
+            np.zeros((xt.info.shape[1], cell.hidden), np.float16 if xt.info.dtype == DataType.Float16
+                     else np.float32))})
         h0, c0 = h0 or zero, c0 or zero
     tensors, peep = _tensors(cell, L.UnidirectionalSequenceLstm)
     layer = b.lstm(L.UnidirectionalSequenceLstm, xt, h0, c0, tensors,
