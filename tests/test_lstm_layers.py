@@ -192,3 +192,26 @@ def test_19_02_keeps_the_unrolled_form():
     src = [p.values[1] for p in RECURRENT if "lstm_keras." in p.values[0]][0]
     counts = _counts(convert(src).network)
     assert L.Lstm not in counts and counts[L.FullyConnected] > 1
+
+
+@pytest.mark.parametrize("name", ["lstm_keras", "lstm_keras_time_major"])
+def test_23_08_sequence_runs_batch_major_without_permutes(name, armnn_runner_for, tmp_path):
+    """passes/lstm_major.py: on 23.08 a Keras LSTM is Input, Constant (the zero states),
+    UnidirectionalSequenceLstm, Output (Arm NN's own parser writes 5 layers), and its output
+    matches LiteRT's stored output on Arm NN 23.08, run after run (the workload permutes its
+    input in place: the network re-fills it on every inference)."""
+    from reference_models import ROOT
+    path = ROOT / "tflite" / "models" / f"{name}.float32.tflite"
+    out = tmp_path / "m.armnn"
+    _convert_cli(path, out, "--target", "23.08")
+    graph = read(out.read_bytes())
+    assert sorted(_counts(graph)) == sorted([L.Input, L.Constant, L.UnidirectionalSequenceLstm, L.Output])
+    lstm = next(l for l in graph.layers if l.type == L.UnidirectionalSequenceLstm)
+    data = np.load(ROOT / "tflite" / "models" / f"{name}.float32.npz")
+    x = data[sorted(k for k in data.files if k.startswith("input"))[0]]
+    want = data[sorted(k for k in data.files if k.startswith("output"))[0]]
+    assert lstm.desc.time_major == (name == "lstm_keras_time_major")
+    runner = armnn_runner_for("23.08")
+    for _ in range(2):
+        got, = runner(out.read_bytes(), [x])
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-4, atol=1e-5)

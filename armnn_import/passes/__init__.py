@@ -16,6 +16,7 @@ from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constan
 from .conv_bias import fold_affine_into_conv
 from .direct import direct_layers
 from .layout import sink_permutes
+from .lstm_major import batch_major_lstm
 from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
 
@@ -34,6 +35,7 @@ PIPELINE = (
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
     ("shifts_to_additions", shifts_to_additions),
     ("remove_dead_layers", remove_dead_layers),
+    ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     ("direct_layers", direct_layers),  # richer targets only: Merger -> Concat, Permute -> Transpose
 )
 
