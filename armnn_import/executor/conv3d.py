@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DataLayout, LayerType, PaddingMethod, PoolingAlgorithm
-from .layers import layer_fn, pool_ranges as _pool_ranges
+from .layers import layer_fn, pool_finish, pool_step, pool_ranges as _pool_ranges
 from .numeric import F32, decode, encode
 
 
@@ -71,18 +71,8 @@ def pooling3d(layer, ins, infos):
                 valid = ok[0][:, None, None] & ok[1][None, :, None] & ok[2][None, None, :]
                 if not valid.any():
                     continue
-                v = x[:, :, idx[0]][:, :, :, idx[1]][:, :, :, :, idx[2]]
-                if algo == PoolingAlgorithm.Max:
-                    acc = np.where(valid & (v > acc), v, acc)
-                elif algo == PoolingAlgorithm.Average:
-                    acc = acc + np.where(valid, v, F32(0))
-                else:
-                    acc = acc + np.where(valid, v * v, F32(0))
-    with np.errstate(all="ignore"):
-        if algo == PoolingAlgorithm.Average:
-            acc = acc / area
-        elif algo == PoolingAlgorithm.L2:
-            acc = np.sqrt(acc / area)
+                acc = pool_step(algo, acc, x[:, :, idx[0]][:, :, :, idx[1]][:, :, :, :, idx[2]], valid)
+    acc = pool_finish(algo, acc, area)
     pad_only = ranges[0][2][:, None, None] | ranges[1][2][None, :, None] | ranges[2][2][None, None, :]
     acc = np.where(pad_only, F32(0), acc)
     return [encode(_from_ncdhw(acc, d.data_layout), out_info)]

@@ -482,18 +482,8 @@ def pooling2d(layer, ins, infos):
             valid = rv[:, None] & cv[None, :]
             if not valid.any():
                 continue
-            v = x[:, :, rc][:, :, :, cc]
-            if algo == PoolingAlgorithm.Max:
-                acc = np.where(valid & (v > acc), v, acc)
-            elif algo == PoolingAlgorithm.Average:
-                acc = acc + np.where(valid, v, F32(0))
-            else:
-                acc = acc + np.where(valid, v * v, F32(0))
-    with np.errstate(all="ignore"):
-        if algo == PoolingAlgorithm.Average:
-            acc = acc / area
-        elif algo == PoolingAlgorithm.L2:
-            acc = np.sqrt(acc / area)
+            acc = pool_step(algo, acc, x[:, :, rc][:, :, :, cc], valid)
+    acc = pool_finish(algo, acc, area)
     # A window over padding only gives 0.
     acc = np.where(hpad[:, None] | wpad[None, :], F32(0), acc)
     return [encode(_from_nchw(acc, d.data_layout), out_info)]
@@ -566,3 +556,23 @@ def batch_to_space_nd(layer, ins, infos):
 cpp_max, const_of, bias_of, conv_input = _cpp_max, _const, _bias, _conv_input
 to_nchw, from_nchw, input_nchw = _to_nchw, _from_nchw, _input_nchw
 pool_ranges, activation_fn, const_value, cpp_min, seq_sum = _pool_ranges, _activation, _const, _cpp_min, _seq_sum
+
+
+def pool_step(algo, acc, v, valid):
+    """One window position of Pooling2d.cpp / Pooling3d.cpp: max, sum or sum of squares,
+    over the valid (not padding) elements only."""
+    if algo == PoolingAlgorithm.Max:
+        return np.where(valid & (v > acc), v, acc)
+    if algo == PoolingAlgorithm.Average:
+        return acc + np.where(valid, v, F32(0))
+    return acc + np.where(valid, v * v, F32(0))
+
+
+def pool_finish(algo, acc, area):
+    """Average: the sum over the area; L2: the root of the mean square; Max as it is."""
+    with np.errstate(all="ignore"):
+        if algo == PoolingAlgorithm.Average:
+            return acc / area
+        if algo == PoolingAlgorithm.L2:
+            return np.sqrt(acc / area)
+    return acc
