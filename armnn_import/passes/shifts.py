@@ -13,14 +13,6 @@ clamped to 0 by BoundedReLu(0, 0): the constants are exact even when that input 
 NaN or infinity, and the file has no Constant layer.
 The sums are the ones BatchNormalization computes (x * 1 + beta), bit for bit.
 
-From the 20.08 format on, a scaled one (mean 0, variance 1, eps 0: a per-channel MUL and ADD by
-constants, or a model's own normalization that no convolution absorbs, as in a pre-activation
-DenseNet) becomes Multiplication then Addition the same way, with its scales sliced from the same
-table: (x - 0) / sqrt(1 + 0) * a + b is x * a rounded, then + b rounded, as the BatchNormalization
-computes it. CpuRef runs it ~3x faster (ten of them with a ReLU each on 1x16x14x24 NHWC: 1.9
-against 6.9 ms of CPU per inference on 20.08, 2.3 against 6.8 on 23.08), and Arm NN's own TfLite
-parser writes Multiplication + Addition too. A zero shift leaves the
-Multiplication alone. The 19.02 output keeps its scaled BatchNormalizations, as it was.
 """
 from __future__ import annotations
 
@@ -41,19 +33,13 @@ def _pure_shift(layer: Layer) -> np.ndarray | None:
     return b if np.all(a == 1.0) else None
 
 
-def _scale_shift(layer: Layer, rich: bool) -> tuple[np.ndarray | None, np.ndarray | None] | None:
-    """(scale or None, shift or None) of a float 4-D BatchNormalization this pass rewrites: a pure
-    shift (scale None), or on a richer target one of mean 0, variance 1, eps 0 (gamma, beta)."""
+def _scale_shift(layer: Layer) -> tuple[None, np.ndarray] | None:
+    """(None, shift) of a float 4-D pure-shift BatchNormalization this pass rewrites.
+    (A scaled one stays a BatchNormalization on every target: as Multiplication + Addition it
+    runs faster on CpuRef but takes more layers than the 19.02 network, and a richer target
+    never writes a larger network.)"""
     b = _pure_shift(layer)
-    if b is not None:
-        return None, b
-    if not (rich and float_bn(layer) and layer.outputs[0].rank == 4 and layer.desc.eps == 0.0):
-        return None
-    t = {k: v.data for k, v in layer.tensors.items()}
-    if np.any(t["mean"] != 0) or np.any(t["variance"] != 1):
-        return None
-    beta = t["beta"].astype(np.float32)
-    return t["gamma"].astype(np.float32), (beta if np.any(beta != 0) else None)
+    return None if b is None else (None, b)
 
 
 def _anchor(graph: Graph) -> Port | None:
@@ -73,8 +59,7 @@ def _anchor(graph: Graph) -> Port | None:
 
 
 def shifts_to_additions(graph: Graph, report: Report) -> int:
-    rich = graph.target.at_least("20.08")
-    shifts = [(l, ab) for l in graph.layers if (ab := _scale_shift(l, rich)) is not None]
+    shifts = [(l, ab) for l in graph.layers if (ab := _scale_shift(l)) is not None]
     if not shifts:
         return 0
     anchor = _anchor(graph)

@@ -205,7 +205,7 @@ def not_(ctx, node):
     return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
 
 
-@register("And", since=7, layers=("Multiplication", "LogicalBinary"))
+@register("And", since=7, layers=("Multiplication", "LogicalBinary", "Reshape"))
 def and_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "and")
@@ -221,7 +221,7 @@ def or_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Maximum, a, b, ctx.name(node)))
 
 
-@register("Xor", since=7, layers=("Subtraction", "Activation", "Comparison"))
+@register("Xor", since=7, layers=("Subtraction", "Activation", "Comparison", "Reshape"))
 def xor(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "xor")
@@ -231,7 +231,7 @@ def xor(ctx, node):
 
 
 @register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape",
-                  "StridedSlice", "Subtraction"))
+                  "StridedSlice", "Subtraction", "Constant"))
 def where(ctx, node):
     """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected
     branch): with P = +inf where the condition holds and -inf elsewhere,

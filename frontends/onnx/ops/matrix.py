@@ -131,13 +131,13 @@ def _matmul_const_b(ctx, a: Port, b: np.ndarray, name: str) -> Port:
     return ctx.b.reshape(y, batch + (sa[-2], b.shape[-1]), f"{name}_nd")
 
 
-@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "BatchMatMul", "Activation", "Merger", "Permute", "Reshape", "Addition", "StridedSlice"),
+@register("MatMul", since=1, layers=("FullyConnected", "Multiplication", "Mean", "BatchMatMul", "Activation", "Merger", "Permute", "Reshape", "Addition", "StridedSlice", "Constant"),
           notes="two run-time operands: BatchMatMul from --target 23.08 on")
 def matmul_(ctx, node):
     return matmul(ctx, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 @register("Gemm", since=7, layers=("FullyConnected", "Permute", "Addition", "Activation", "Mean",
-                  "Multiplication", "Reshape", "StridedSlice"))
+                  "Multiplication", "Reshape", "StridedSlice", "BatchMatMul"))
 def gemm(ctx, node):
     n = ctx.name(node)
     a, b = ctx.val(node, 0), ctx.val(node, 1)

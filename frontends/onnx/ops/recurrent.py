@@ -21,7 +21,7 @@ DIRECTIONS = {"forward": 1, "reverse": 1, "bidirectional": 2}
 LAYERS = ("FullyConnected", "StridedSlice", "Addition", "Multiplication", "Activation", "Reshape", "Merger",
           "BatchNormalization")
 # LSTM: Arm NN's own layers where the target has them (lowering/lstm.py), else the unrolled form
-LSTM_LAYERS = LAYERS + ("Lstm", "UnidirectionalSequenceLstm", "Permute")
+LSTM_LAYERS = LAYERS + ("Lstm", "UnidirectionalSequenceLstm", "Permute", "Constant")
 
 
 def _text(v) -> str:

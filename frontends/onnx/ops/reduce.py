@@ -187,7 +187,7 @@ register("ArgMin", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", chec
          notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Min))
 
 
-@register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary"), check=_AXES, needs="23.08",
+@register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary", "Reshape"), check=_AXES, needs="23.08",
           notes="log(sum): a Reduce Sum, then Log")
 def reduce_log_sum(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)

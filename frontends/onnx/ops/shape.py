@@ -91,7 +91,7 @@ def transpose(ctx, node):
     return ctx.b.permute(x, perm, ctx.name(node))
 
 
-@register("Concat", since=4, layers=("Merger", "Concat", "FullyConnected", "Reshape", "StridedSlice"), notes="Concat from the 20.08 format on")
+@register("Concat", since=4, layers=("Merger", "Concat", "FullyConnected", "Reshape", "StridedSlice", "Constant"), notes="Concat from the 20.08 format on")
 def concat(ctx, node):
     vals = [ctx.val(node, i) for i in range(len(node.inputs)) if ctx.has(node, i)]
     vals = [v for v in vals if int(np.prod(ctx.lshape(v), dtype=np.int64)) > 0]  # empty inputs add nothing
@@ -362,7 +362,7 @@ def _gather_runtime(ctx, data, indices, axis: int, n: str) -> Port:
     return ctx.b.gather(table, indices, axis, n)
 
 
-@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Gather", "Reshape"), check=_gather_check,
+@register("Gather", since=1, layers=("StridedSlice", "Merger", "FullyConnected", "Gather", "Reshape", "Addition", "Constant", "Permute"), check=_gather_check,
           notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, node):
     data, indices, n = ctx.val(node, 0), ctx.val(node, 1), ctx.name(node)

@@ -25,7 +25,7 @@ LSTM_W, LSTM_R, LSTM_B = (1, 2, 4, 3), (5, 6, 8, 7), (12, 13, 15, 14)  # gates i
 LSTM_UNSUPPORTED = {(9, 10, 11): "peephole (cell-to-gate) weights", (16, 17): "a projection layer"}
 LAYERS = ("FullyConnected", "StridedSlice", "Addition", "Multiplication", "Activation", "Reshape", "Merger")
 # LSTM: Arm NN's own layers where the target has them (lowering/lstm.py), else the unrolled form
-LSTM_LAYERS = LAYERS + ("Lstm", "UnidirectionalSequenceLstm", "Permute")
+LSTM_LAYERS = LAYERS + ("Lstm", "UnidirectionalSequenceLstm", "Permute", "Constant")
 
 
 def _present(op, i):

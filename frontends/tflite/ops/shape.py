@@ -559,7 +559,7 @@ def _check_gather(op, ctx):
 
 
 @REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
-                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape"),
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant"),
                    notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
