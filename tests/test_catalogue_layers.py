@@ -45,8 +45,6 @@ NOT_YET_RUN = {
     "onnx Upsample 7-8",
     "tflite BIDIRECTIONAL_SEQUENCE_LSTM 1-3",
     "tflite BROADCAST_TO 1-3",
-    "tflite CAST 1-6",
-    "tflite CEIL 1-1",
     "tflite DENSIFY 1-1",
     "tflite FLOOR_DIV 1-3",
     "tflite SHAPE 1-1",
