@@ -120,9 +120,13 @@ class LoweringContext:
             if arr.dtype.kind not in "fiu":
                 raise Unsupported(f"a constant of type {arr.dtype}, which Arm NN cannot hold")
             _check_int32(arr)
-            self.report.warn(f"{name}: emitted as a Constant layer (Arm NN 21.08+ may misread Constant "
-                             "layers in files of this format; --target 23.08 files are read right)")
-            return self._constant_layer(arr, name)
+            # Arm NN 23.08 reads a Constant of a file without featureVersions as depthwise weights
+            # and permutes it: the [1, 1, rows, last] form + Reshape is read right by every release
+            data = arr.astype(np.float32 if arr.dtype.kind == "f" else np.int32)
+            p = self.b.constant_layer(data.reshape(data.shape or (1,)), name)
+            if arr.ndim == 0:
+                self.scalars.add(p)
+            return p
         if arr.ndim == 0:
             self.scalars.add(p)
         return p

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import sys
 import warnings
 
@@ -159,9 +160,11 @@ def main(argv=None):
     ap.add_argument("--all", action="store_true", help="print every operator, not only the listed ones")
     ap.add_argument("--target", default="19.02", help="the Arm NN release whose format to write")
     ap.add_argument("--release", default="20.08", help="the Arm NN release to run on (20.08 or 23.08)")
+    ap.add_argument("--filter", help="only the cases whose name matches this regular expression")
     args = ap.parse_args(argv)
     runner = build_harness(args.release)
-    results = run_all(lambda data, xs: run_armnn(data, xs, runner=runner), target=args.target)
+    cases = [c for c in node_cases() if re.search(args.filter, c.name)] if args.filter else None
+    results = run_all(lambda data, xs: run_armnn(data, xs, runner=runner), cases, target=args.target)
     table = per_op_table(results)
     for op in sorted(table) if args.all else LISTED_OPS:
         counts = table.get(op, {})
