@@ -516,10 +516,13 @@ class NetBuilder:
     # -- embedding lookups and attention (Gather with an axis: 20.08 format; Cast, BatchMatMul: 23.08)
     def constant_layer(self, values, name: str) -> Port:
         """A constant as a Constant layer of shape [1, 1, rows, last] and a Reshape to its shape:
-        the one form of Constant that Arm NN 23.08 reads right in files of every target (it takes
-        a Constant for depthwise weights and permutes it, which keeps this form's element order;
-        ir/compat.py). For the rich targets' layers that take a run-time input only (Gather)."""
+        the one form of Constant that Arm NN 23.08 reads right in files without featureVersions (it
+        takes a Constant for depthwise weights and permutes it, which keeps this form's element order;
+        ir/compat.py). In the 23.08 format (weightsLayoutScheme 1) it is one Constant of its own shape."""
         ct = values if isinstance(values, ConstTensor) else ConstTensor(np.ascontiguousarray(values))
+        if self.target.at_least("23.08"):  # its files say weightsLayoutScheme 1: read as written
+            return self.add(LayerType.Constant, name, [], tensors={"input": ct if ct.shape else ConstTensor(
+                ct.data.reshape(1), ct.info.with_shape((1,)), ct.storage)})
         shape = ct.shape or (1,)
         last = shape[-1]
         four = (1, 1, ct.info.num_elements // last, last)
