@@ -29,6 +29,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, HERE)
 
 import gen_large  # noqa: E402
+import instructions  # noqa: E402
 
 MB = gen_large.MB
 OUT = os.path.join(gen_large.CACHE, "out")
@@ -42,6 +43,7 @@ OUT_SLACK = 0.01           # output size <= weight bytes + 1 %
 HELP_MAX_S = 0.3
 TINY_MAX_S = 1.0
 CPUREF_RATIO_MAX = 1.0      # our CpuRef time / the anchor's (median of 5, the same run)
+INSTRUCTIONS_RATIO_MAX = 1.0  # our instructions per CpuRef inference / the anchor's (--instructions)
 LEAN_CALL_MS = 1000        # wall time of one timed armnn-run call: enough inferences for a steady CPU figure
 
 # Runs a command, then prints its wall time and peak RSS: a fresh process per
@@ -401,7 +403,8 @@ def save_inputs(npz_path, ins, tag) -> tuple[list[str], str]:
     return paths, ""
 
 
-def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02") -> list[dict]:
+def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
+               count_instructions: bool = False) -> list[dict]:
     models = sorted(glob.glob(os.path.join(REPO, "test_models", "tflite", "**", "*.tflite"), recursive=True))
     models = [m for m in models if pattern in os.path.relpath(m, REPO)]
     os.makedirs(RUN_DIR, exist_ok=True)
@@ -463,6 +466,9 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02")
                 # the two runs of a round are next to each other in time, under about the same load
                 row["cpuref_cpu_paired_ratio"] = float(np.median(np.divide(cpus["ours"], cpus["anchor"])))
             row["repeat"] = repeat
+            if count_instructions and len(timed) == 2:
+                for s in timed:
+                    row[s]["instructions"] = instructions.per_inference(runner, sides[s][0], inputs[s], sides[s][1])
         lean_targets(row)
         if (k + 1) % 25 == 0:
             print(f"  lean: {k + 1}/{len(models)}", file=sys.stderr, flush=True)
@@ -497,9 +503,11 @@ def convert_batch(models, outdir, rows, target: str = "19.02") -> dict:
 
 def lean_targets(row):
     o, a = row.get("ours"), row.get("anchor")
-    t = {"layers": None, "cpuref": None}
-    if "error" in row:
-        t = {"layers": False, "cpuref": False}
+    t = {"layers": None, "cpuref": None, "instructions": None}
+    if "error" in row and row.get("anchor_error"):
+        pass  # neither converter takes the model for this release: nothing to compare
+    elif "error" in row:
+        t = {"layers": False, "cpuref": False, "instructions": False}
     elif o and a and a["layers"] is not None:
         t["layers"] = o["layers"] <= a["layers"]
         if "cpuref_ms" in o and "cpuref_ms" in a:
@@ -510,6 +518,9 @@ def lean_targets(row):
             judged = row.get("cpuref_cpu_paired_ratio", row["cpuref_cpu_ratio"])
             judged = judged if judged is not None else row["cpuref_ratio"]
             t["cpuref"] = judged <= CPUREF_RATIO_MAX
+            if o.get("instructions") and a.get("instructions"):
+                row["instructions_ratio"] = o["instructions"] / a["instructions"]
+                t["instructions"] = row["instructions_ratio"] <= INSTRUCTIONS_RATIO_MAX
         elif "cpuref_ms" not in o:
             t["cpuref"] = False
     row["targets"] = t
@@ -517,7 +528,7 @@ def lean_targets(row):
 
 def print_lean(rows):
     headers = ["model", "layers ours/anch", "P/R/C ours", "P/R/C anch", "wall ms ours", "anch", "ratio",
-               "CPU ms ours", "anch", "ratio", "paired", "layers", "CpuRef"]
+               "CPU ms ours", "anch", "ratio", "paired", "Minstr ours", "anch", "ratio", "layers", "instr", "CpuRef"]
     out = []
 
     def prc(s):
@@ -525,6 +536,9 @@ def print_lean(rows):
 
     def n(s):
         return "-" if not s or s["layers"] is None else s["layers"]
+
+    def mi(s):
+        return s["instructions"] / 1e6 if s and s.get("instructions") else None
     for r in rows:
         o, a = r.get("ours"), r.get("anchor")
         note = r.get("error") or (o or {}).get("run_error") or r.get("anchor_error") or (a or {}).get("run_error")
@@ -533,11 +547,12 @@ def print_lean(rows):
                     fmt(r.get("cpuref_ratio"), ".2f"),
                     fmt((o or {}).get("cpuref_cpu_ms"), ".3f"), fmt((a or {}).get("cpuref_cpu_ms"), ".3f"),
                     fmt(r.get("cpuref_cpu_ratio"), ".2f"), fmt(r.get("cpuref_cpu_paired_ratio"), ".2f"),
-                    verdict(r["targets"]["layers"]),
+                    fmt(mi(o), ".2f"), fmt(mi(a), ".2f"), fmt(r.get("instructions_ratio"), ".4f"),
+                    verdict(r["targets"]["layers"]), verdict(r["targets"].get("instructions")),
                     verdict(r["targets"]["cpuref"]) + (f"  ({note})" if note else "")])
     print(table(headers, out))
-    for key in ("layers", "cpuref"):
-        vals = [r["targets"][key] for r in rows]
+    for key in ("layers", "instructions", "cpuref"):
+        vals = [r["targets"].get(key) for r in rows]
         print(f"{key}: {vals.count(True)} pass, {vals.count(False)} fail, {vals.count(None)} n/a "
               f"(of {len(rows)} models)")
 
@@ -612,6 +627,8 @@ def main(argv=None) -> int:
     ap.add_argument("--lean-filter", default="", help="only reference models whose path contains this")
     ap.add_argument("--profile", action="store_true", help="cProfile our conversion of the largest model")
     ap.add_argument("--target", default="19.02", help="the Arm NN release whose format our lean files use")
+    ap.add_argument("--instructions", action="store_true",
+                    help="lean: also count instructions per CpuRef inference with callgrind (valgrind)")
     ap.add_argument("--release", help="the Arm NN release whose runtime and TfLite parser (the anchor) the "
                                       "lean files are judged with (default: the target's, 20.08 for 19.02)")
     args = ap.parse_args(argv)
@@ -660,7 +677,8 @@ def main(argv=None) -> int:
         print(f"\n== lean networks: test_models/tflite (--target {args.target}) vs Arm NN {release}'s TfLite parser "
               f"on Arm NN {release} CpuRef "
               f"(P/R/C = Permute/Reshape/Constant layers; CpuRef median of {rounds}, wall and CPU time per inference; judged on CPU) ==", flush=True)
-        results["lean"] = bench_lean(runner, anchor, rounds, args.lean_filter, args.target) if runner else []
+        results["lean"] = bench_lean(runner, anchor, rounds, args.lean_filter, args.target,
+                                     args.instructions and instructions.available()) if runner else []
         if runner:
             print_lean(results["lean"])
         else:
