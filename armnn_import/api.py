@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .errors import ArmnnImportError, ConversionError, LoadError
 from .gcpolicy import fewer_collections
-from .frontend import CONV_BIAS, LAYOUTS, ConvertOptions
+from .plugin import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
 from .report import Report
 
@@ -58,7 +58,7 @@ class ConversionResult:
 
 
 def _load_frontend(name: str):
-    from .frontends import available_frontends
+    from .discovery import available_frontends
 
     ep = available_frontends().get(name)
     if ep is None:
@@ -68,7 +68,7 @@ def _load_frontend(name: str):
 
 def _pick_frontend(model):
     """The frontend for a path, bytes or in-memory model; only that one is loaded."""
-    from .frontends import available_frontends, frontend_for, sniff_format
+    from .discovery import available_frontends, frontend_for, sniff_format
 
     if isinstance(model, (str, os.PathLike)):
         fmt = frontend_for(model)
@@ -127,7 +127,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     if not fp16 and (fp16_force or fp16_inputs is not None):
         raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
     if fp16_weights:
-        from .passes.convert import check_fp16_weights
+        from .passes.fp16 import check_fp16_weights
         check_fp16_weights(target)  # refuses: no target has the layer yet (one that has it also needs the pass)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
@@ -146,7 +146,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         check_network(graph)  # before constant folding allocates what the frontend only declared
         from .passes import pipeline, run_pipeline
         from .ir.axes import TO_NCHW, TO_NHWC
-        from .passes.convert import set_io_layout, to_float16
+        from .passes.fp16 import to_float16
+        from .passes.io_layout import set_io_layout
         with report.phase("passes"):
             io_layout = _io_layout(fe, options)
             if io_layout is not None and io_layout != _FORMAT_LAYOUT.get(fe.name):
@@ -210,7 +211,7 @@ def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:
 def load(path) -> Graph:
     """Read a .armnn file into the IR."""
     from .serialize import read
-    from .frontends import open_regular
+    from .discovery import open_regular
     try:
         with open_regular(path, ".armnn") as f:
             data = f.read()

@@ -12,7 +12,7 @@ VERSION_WORD = {"onnx": "opset", "tflite": "version"}
 
 def registries(formats=None) -> dict:
     """format name -> OpRegistry of the installed frontends (all, or `formats`)."""
-    from .frontends import available_frontends
+    from .discovery import available_frontends
 
     eps = available_frontends()
     unknown = sorted(set(formats or ()) - set(eps))

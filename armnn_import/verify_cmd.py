@@ -132,7 +132,7 @@ def _model_bytes(source) -> bytes:
         return bytes(source)
     if hasattr(source, "SerializeToString"):
         return source.SerializeToString()
-    from .frontends import open_regular
+    from .discovery import open_regular
     try:
         with open_regular(source, "model or .armnn") as f:  # a FIFO would block forever
             return f.read()
@@ -333,10 +333,10 @@ def source_model(source, fmt: str | None = None):
         source, fmt = bytes(source._tab.Bytes), "tflite"
     if fmt is None:
         if isinstance(source, (str, os.PathLike)):
-            from .frontends import frontend_for
+            from .discovery import frontend_for
             fmt = frontend_for(source)
         elif isinstance(source, (bytes, bytearray, memoryview)):
-            from .frontends import sniff_format
+            from .discovery import sniff_format
             fmt = sniff_format(bytes(source[:4096]), complete=len(source) <= 4096)
         elif hasattr(source, "SerializeToString"):
             fmt = "onnx"

@@ -194,7 +194,7 @@ class FakeEntryPoint:
 
 @pytest.fixture
 def frontends(monkeypatch):
-    import armnn_import.frontends as fe
+    import armnn_import.discovery as fe
     installed = {}
     monkeypatch.setattr(fe, "available_frontends", lambda: dict(installed))
     return installed
@@ -287,7 +287,7 @@ def test_internal_error_is_exit_4(tmp_path, rich_file, monkeypatch, capsys):
 
 
 def test_format_is_detected_from_content_not_extension(tmp_path):
-    from armnn_import.frontends import frontend_for
+    from armnn_import.discovery import frontend_for
     for name, data in (("model.bin", onnx_bytes()), ("model.tflite", onnx_bytes()),
                        ("net.onnx", write(small_graph())), ("x.onnx", b"\x1c\x00\x00\x00TFL3" + bytes(24))):
         (tmp_path / name).write_bytes(data)

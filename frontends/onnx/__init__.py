@@ -16,7 +16,7 @@ class OnnxFrontend:
         return REGISTRY
 
     def sniff(self, head: bytes) -> bool:
-        from armnn_import.frontends import looks_like_onnx
+        from armnn_import.discovery import looks_like_onnx
         return looks_like_onnx(head, complete=False)
 
     def accepts(self, obj) -> bool:

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from tfl_builder import ModelBuilder, run_litert  # noqa: E402
 
 from armnn_import.errors import UnsupportedModelError  # noqa: E402
-from armnn_import.frontend import ConvertOptions  # noqa: E402
+from armnn_import.plugin import ConvertOptions  # noqa: E402
 from armnn_import.ir.types import DataType, LayerType  # noqa: E402
 from armnn_import.report import Report, io_summary  # noqa: E402
 

@@ -1,7 +1,7 @@
 """Frontend discovery and input-format detection.
 
 Frontends are plugins in the entry-point group `armnn_import.frontends`
-(armnn_import.frontend.Frontend describes the object each one loads).
+(armnn_import.plugin.Frontend describes the object each one loads).
 The format of a file is told from its first bytes, without importing onnx
 or tflite, so that detection and `--help` stay fast.
 """
