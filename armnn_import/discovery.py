@@ -2,8 +2,10 @@
 
 Frontends are plugins in the entry-point group `armnn_import.frontends`
 (armnn_import.plugin.Frontend describes the object each one loads).
-The format of a file is told from its first bytes, without importing onnx
-or tflite, so that detection and `--help` stay fast.
+The format of a file is told from its first bytes by the plugins themselves (an
+identifier, or a heuristic over the bytes): a plugin's package is cheap to import
+and its sniffing imports no format library, so that detection stays fast. The core
+knows one format of its own, the .armnn file it writes.
 """
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from .errors import LoadError
 GROUP = "armnn_import.frontends"
 HEAD_BYTES = 4096
 
-# ModelProto's fields (onnx.proto): number -> protobuf wire type (0 varint, 2 length-delimited).
-_ONNX_MODEL_FIELDS = {1: 0, 2: 2, 3: 2, 4: 2, 5: 0, 6: 2, 7: 2, 8: 2, 14: 2, 20: 2, 25: 2, 26: 2}
+# The core's own format: an already converted network (FlatBuffers identifier at bytes 4..8).
+ARMNN_IDENTIFIER = b"ARMN"
 
 
 def available_frontends() -> dict:
@@ -33,53 +35,56 @@ def _entry_points() -> tuple:
     return tuple((ep.name, ep) for ep in entry_points(group=GROUP))
 
 
-def _varint(buf: bytes, pos: int):
-    """(value, next position), or None if the buffer ends inside the varint."""
-    value = shift = 0
-    while pos < len(buf) and shift < 64:
-        b = buf[pos]
-        value |= (b & 0x7F) << shift
-        pos += 1
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    return None
+def load_frontend(name: str):
+    """The plugin object of the frontend `name`; LoadError if none is installed or it fails to load."""
+    ep = available_frontends().get(name)
+    if ep is None:
+        raise LoadError(f"no frontend installed for format {name!r}")
+    try:
+        return ep.load()
+    except Exception as e:  # noqa: BLE001 - a plugin that cannot be imported is an installation problem
+        raise LoadError(f"the '{name}' frontend cannot be loaded: {type(e).__name__}: {e}") from e
 
 
-def looks_like_onnx(head: bytes, complete: bool) -> bool:
-    """True if `head` parses as the start of a protobuf ModelProto: only
-    ModelProto field numbers with their wire types, and an ir_version or a
-    graph. `complete` says whether `head` is the whole file."""
-    pos, seen = 0, {}
-    while pos < len(head):
-        tag = _varint(head, pos)
-        if tag is not None and _ONNX_MODEL_FIELDS.get(tag[0] >> 3) != tag[0] & 7:
-            return False
-        value = _varint(head, tag[1]) if tag else None
-        if value is None:
-            if complete:
-                return False  # the file ends inside a field
-            break
-        field, wire = tag[0] >> 3, tag[0] & 7
-        seen[field], pos = value
-        if wire == 2:
-            pos += value[0]
-    if pos > len(head) and complete:
-        return False  # a field runs past the end of the file
-    if 1 in seen and not 1 <= seen[1] <= 100:
-        return False
-    return 1 in seen or 7 in seen
+def loaded_frontends() -> tuple[dict, dict]:
+    """({name: plugin} of the frontends that load, {name: error line} of those that do not),
+    in name order. Loading a plugin is cheap: it imports only its package's __init__."""
+    ok, broken = {}, {}
+    for name in sorted(available_frontends()):
+        try:
+            ok[name] = load_frontend(name)
+        except LoadError as e:
+            broken[name] = str(e)
+    return ok, broken
 
 
 def sniff_format(head: bytes, complete: bool = False) -> str | None:
-    """'armnn', 'tflite' or 'onnx' from a file's first bytes, or None."""
-    if head[4:8] == b"ARMN":
+    """'armnn', or the name of the installed frontend whose format the file's first bytes
+    are, or None. A frontend's `identifier` (bytes at an offset that only its format has)
+    wins over every frontend's `sniff` heuristic; heuristics are asked in name order."""
+    if head[4:8] == ARMNN_IDENTIFIER:
         return "armnn"
-    if head[4:8] == b"TFL3":
-        return "tflite"
-    if looks_like_onnx(head, complete):
-        return "onnx"
+    plugins = loaded_frontends()[0]
+    for name, fe in plugins.items():
+        ident = getattr(fe, "identifier", None)
+        if ident is not None and head[ident[0]:ident[0] + len(ident[1])] == ident[1]:
+            return name
+    for name, fe in plugins.items():
+        try:
+            if fe.sniff(head, complete):
+                return name
+        except Exception:  # noqa: BLE001 - a broken plugin must not break detection
+            continue
     return None
+
+
+def formats_wanted() -> str:
+    """What a model file may be, from the installed frontends, for messages."""
+    plugins = loaded_frontends()[0].values()
+    kinds = [f"{getattr(fe, 'title', fe.name)} ({', '.join(fe.extensions)})" for fe in plugins]
+    if not kinds:
+        return "a model of an installed format (no frontend is installed)"
+    return "a model in an installed format: " + ", ".join(kinds)
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -116,9 +121,9 @@ def open_regular(path, what: str = "model"):
 
 
 def frontend_for(path) -> str:
-    """The format name of the model file at `path` ('onnx', 'tflite', or
-    'armnn' for an already converted file). Raises LoadError if the file
-    cannot be read or no heuristic and no installed frontend recognises it."""
+    """The format name of the model file at `path`: the name of the installed frontend
+    that recognises it, or 'armnn' for an already converted file. Raises LoadError if
+    the file cannot be read or no installed frontend recognises it."""
     try:
         with open_regular(path) as f:
             head = f.read(HEAD_BYTES)
@@ -130,17 +135,35 @@ def frontend_for(path) -> str:
     fmt = sniff_format(head, complete)
     if fmt is not None:
         return fmt
-    # Formats without a built-in heuristic (e.g. a TFLite file without its
-    # identifier): ask the installed frontends. A frontend that fails to load
-    # cannot claim the file; the error shows up if it is chosen explicitly.
-    for name, ep in sorted(available_frontends().items()):
-        try:
-            if ep.load().sniff(head):
-                return name
-        except Exception:  # noqa: BLE001 - a broken plugin must not break detection
-            continue
-    raise LoadError(f"{path}: unrecognised format ({_describe(head)}); "
-                    "expected an ONNX (.onnx) or TFLite (.tflite) model")
+    broken = loaded_frontends()[1]
+    why = f"; {'; '.join(broken.values())}" if broken else ""
+    raise LoadError(f"{path}: unrecognised format ({_describe(head)}); expected {formats_wanted()}{why}")
+
+
+def format_of(model) -> str:
+    """The format name of a path, bytes or in-memory model: 'armnn', or the name of the
+    installed frontend that recognises (for an object: `accepts`) it. LoadError if none does."""
+    if isinstance(model, (str, os.PathLike)):
+        return frontend_for(model)
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        fmt = sniff_format(bytes(model[:HEAD_BYTES]), complete=len(model) <= HEAD_BYTES)
+        if fmt is None:
+            raise LoadError(f"unrecognised model format (expected the bytes of {formats_wanted()})")
+        return fmt
+    for name, fe in loaded_frontends()[0].items():
+        if fe.accepts(model):
+            return name
+    raise LoadError(f"cannot convert a {type(model).__name__}: expected a path, bytes, or an in-memory "
+                    f"model an installed frontend accepts ({', '.join(sorted(available_frontends())) or 'none'})")
+
+
+def frontend_of(model):
+    """The frontend plugin for a path, bytes or in-memory model (only that one is loaded
+    for a path or bytes). LoadError if none takes it, or the input is an .armnn file."""
+    fmt = format_of(model)
+    if fmt == "armnn":
+        raise LoadError("the input is already an .armnn file")
+    return load_frontend(fmt)
 
 
 def _describe(head: bytes) -> str:

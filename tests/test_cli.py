@@ -172,7 +172,7 @@ class FakeFrontend:
     name = "onnx"
     extensions = (".onnx",)
 
-    def sniff(self, head):
+    def sniff(self, head, complete=False):
         return head[:1] == b"\x08"
 
     def accepts(self, obj):
@@ -211,7 +211,9 @@ def test_no_frontend_installed(tmp_path, frontends, capsys):
     model.write_bytes(onnx_bytes())
     code, out, err = main(capsys, model, "-o", tmp_path / "m.armnn")
     assert code == 1 and out == ""
-    assert err == f"armnn-import: error: {model}: no frontend installed for format 'onnx'\n"
+    # the core knows no format of its own: with no plugin, nothing recognises the file
+    assert err.startswith(f"armnn-import: error: {model}: unrecognised format (") and len(err.splitlines()) == 1
+    assert err.rstrip().endswith("expected a model in an installed format (no frontend is installed)")
 
 
 def test_broken_frontend_plugin(tmp_path, frontends, capsys):
