@@ -81,9 +81,9 @@ def sniff_format(head: bytes, complete: bool = False) -> str | None:
 def formats_wanted() -> str:
     """What a model file may be, from the installed frontends, for messages."""
     plugins = loaded_frontends()[0].values()
-    kinds = [f"{getattr(fe, 'title', fe.name)} ({', '.join(fe.extensions)})" for fe in plugins]
+    kinds = [f"{getattr(fe, 'title', fe.name)} ({', '.join(getattr(fe, 'extensions', ()))})" for fe in plugins]
     if not kinds:
-        return "a model of an installed format (no frontend is installed)"
+        return "a model in an installed format (no frontend is installed)"
     return "a model in an installed format: " + ", ".join(kinds)
 
 

@@ -183,7 +183,7 @@ def test_a_toy_plugin_declares_its_layout_and_converts_through_the_cli(
     model, out = tmp_path / "m.toy", tmp_path / "m.armnn"
     model.write_bytes(_toy_model(SHAPE, SCALE))
     code, _, err = _cli(capsys, model, "-o", out, "--layout", layout, "--report", tmp_path / "r.json")
-    assert (code, err) == (0, "")
+    assert code == 0 and f"{model} (toy): " in err, err  # the summary names the plugin's format
     g = read(out.read_bytes())
     assert g.input_layers[0].outputs[0].shape == want_input
     assert g.output_layers[0].inputs[0].info.shape == want_input
@@ -209,7 +209,7 @@ def test_a_plugin_without_a_layout_refuses_a_layout_change(tmp_path, capsys, wit
     assert code == 1 and len(err.splitlines()) == 1
     assert "the Toy frontend declares no layout" in err and "--layout keep" in err
     code, _, err = _cli(capsys, model, "-o", tmp_path / "m.armnn")
-    assert (code, err) == (0, "")
+    assert code == 0, err
 
 
 def test_a_plugins_identifier_claims_the_file_and_names_the_format_in_messages(tmp_path, with_toy):
