@@ -1,8 +1,9 @@
 """`armnn-import verify SOURCE FILE.armnn`: does the .armnn file compute what
 its source model computes?
 
-The source model runs in its own runtime (onnxruntime, or LiteRT: the
-optional extra `armnn-import[verify]`), the .armnn network in the numpy
+The source model runs in its own runtime (the runner its frontend plugin's
+source_runner() makes: onnxruntime, or LiteRT; the optional extra
+`armnn-import[verify]`), the .armnn network in the numpy
 executor of the IR (or a real Arm NN runner), on the same inputs. Each output
 is compared: max abs error, max relative error and, for quantized tensors,
 the error in quantization steps (LSBs), against tolerances.
