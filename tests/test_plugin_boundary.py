@@ -226,3 +226,24 @@ def test_the_shipped_plugins_declare_their_facts():
     assert (onnx_fe.title, tflite_fe.title) == ("ONNX", "TFLite")
     assert onnx_fe.identifier is None and tflite_fe.identifier == (4, b"TFL3")
     assert callable(onnx_fe.source_runner) and callable(tflite_fe.source_runner)
+
+
+def test_an_identifier_wins_over_any_plugins_heuristic(tmp_path, monkeypatch):
+    """A plugin whose sniff() claims every file (asked first: plugins go in name order) still
+    loses a file that carries another format's identifier, and an .armnn file stays the core's."""
+    import armnn_import.discovery as discovery
+    from armnn_import.discovery import frontend_for
+
+    class Greedy(ToyFrontend):
+        identifier = None
+
+        def sniff(self, head, complete=False):
+            return True
+    installed = discovery.available_frontends()
+    monkeypatch.setattr(discovery, "available_frontends", lambda: {**installed, "aaa": _EntryPoint(Greedy())})
+    tfl = next((Path(__file__).resolve().parents[1] / "test_models" / "tflite" / "models").glob("*.tflite"))
+    assert frontend_for(tfl) == "tflite"
+    (tmp_path / "m.toy").write_bytes(_toy_model(SHAPE, SCALE))
+    assert frontend_for(tmp_path / "m.toy") == "aaa"  # no plugin has its identifier: the heuristic decides
+    (tmp_path / "n.armnn").write_bytes(b"\x10\x00\x00\x00ARMN" + bytes(8))
+    assert frontend_for(tmp_path / "n.armnn") == "armnn"
