@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .errors import ArmnnImportError, ConversionError, LoadError
 from .gcpolicy import fewer_collections
-from .frontend import CONV_BIAS, LAYOUTS, ConvertOptions
+from .plugin import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
 from .report import Report
 
@@ -57,40 +57,6 @@ class ConversionResult:
         return lambda read_at, size: check_file(read_at, size, layers)
 
 
-def _load_frontend(name: str):
-    from .frontends import available_frontends
-
-    ep = available_frontends().get(name)
-    if ep is None:
-        raise LoadError(f"no frontend installed for format {name!r}")
-    return ep.load()
-
-
-def _pick_frontend(model):
-    """The frontend for a path, bytes or in-memory model; only that one is loaded."""
-    from .frontends import available_frontends, frontend_for, sniff_format
-
-    if isinstance(model, (str, os.PathLike)):
-        fmt = frontend_for(model)
-    elif isinstance(model, (bytes, bytearray, memoryview)):
-        fmt = sniff_format(bytes(model[:4096]), complete=len(model) <= 4096)
-        if fmt is None:
-            raise LoadError("unrecognised model format (expected ONNX or TFLite bytes)")
-    else:
-        for ep in available_frontends().values():
-            try:
-                fe = ep.load()
-            except Exception:  # noqa: BLE001 - a broken plugin must not break the others
-                continue
-            if fe.accepts(model):
-                return fe
-        raise LoadError(f"cannot convert a {type(model).__name__}: expected a path, bytes, "
-                        "an onnx.ModelProto or a tflite.Model")
-    if fmt == "armnn":
-        raise LoadError("the input is already an .armnn file")
-    return _load_frontend(fmt)
-
-
 @fewer_collections()
 def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
@@ -127,7 +93,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     if not fp16 and (fp16_force or fp16_inputs is not None):
         raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
     if fp16_weights:
-        from .passes.convert import check_fp16_weights
+        from .passes.fp16 import check_fp16_weights
         check_fp16_weights(target)  # refuses: no target has the layer yet (one that has it also needs the pass)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
@@ -136,9 +102,11 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     report.target = target.release
     if isinstance(model, (str, os.PathLike)):
         report.source = os.fspath(model)
+    from .discovery import frontend_of
     with report.phase("load"):
-        fe = _pick_frontend(model)
+        fe = frontend_of(model)
     report.format = fe.name
+    source_layout, io_layout = _edge_layouts(fe, options)
     try:
         with report.phase("frontend"):
             graph = fe.convert(model, options, report)
@@ -146,14 +114,14 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         check_network(graph)  # before constant folding allocates what the frontend only declared
         from .passes import pipeline, run_pipeline
         from .ir.axes import TO_NCHW, TO_NHWC
-        from .passes.convert import set_io_layout, to_float16
+        from .passes.fp16 import to_float16
+        from .passes.io_layout import set_io_layout
         with report.phase("passes"):
-            io_layout = _io_layout(fe, options)
-            if io_layout is not None and io_layout != _FORMAT_LAYOUT.get(fe.name):
+            if io_layout != source_layout:
                 set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
             run_pipeline(graph, report, passes=pipeline(conv_bias), check_each=check_passes)
             if options.fp16:
-                _check_range(graph, report, fe.name, options)
+                _check_range(graph, report, options, permuted=io_layout != source_layout)
             if options.fp16 or report.float16_network:
                 to_float16(graph, report)
         from .ir.compat import runtime_problems
@@ -162,7 +130,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             raise ConversionError("the network has layers Arm NN cannot run: " + "; ".join(problems))
         from .report import io_summary
         report.inputs, report.outputs = io_summary(graph)
-        _note_layouts(report, fe.name, options)
+        _note_layouts(report, source_layout, io_layout)
     except ArmnnImportError:
         raise
     except RecursionError as e:
@@ -172,36 +140,34 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     return ConversionResult(graph, report)
 
 
-# The layout a format's 4-D tensors use unless told otherwise.
-_FORMAT_LAYOUT = {"onnx": "NCHW", "tflite": "NHWC"}
+def _edge_layouts(fe, options: ConvertOptions) -> tuple[str | None, str | None]:
+    """(the layout of the model's 4-D inputs and outputs, as its frontend declares it;
+    the one they get in the .armnn network, as --layout asks)."""
+    source = getattr(fe, "io_layout", None)
+    if source not in (None, "NCHW", "NHWC"):
+        raise LoadError(f"the {fe.name!r} frontend declares io_layout {source!r} (expected NCHW, NHWC or None)")
+    if options.layout == "keep" or options.keep_io_layout:
+        return source, source
+    if source is None:
+        raise ConversionError(f"--layout {options.layout}: the {getattr(fe, 'title', fe.name)} frontend "
+                              "declares no layout for its models' 4-D inputs and outputs (use --layout keep)")
+    return source, options.layout.upper()
 
 
-def _io_layout(fe, options: ConvertOptions) -> str | None:
-    """The layout to give the 4-D inputs and outputs here, or None when the
-    frontend does it itself (or nothing changes)."""
-    if options.layout == "keep" or options.keep_io_layout or getattr(fe, "handles_io_layout", False):
-        return None
-    return options.layout.upper()
-
-
-def _check_range(graph: Graph, report: Report, fmt: str, options: ConvertOptions) -> None:
+def _check_range(graph: Graph, report: Report, options: ConvertOptions, permuted: bool) -> None:
     """The --fp16 range check on the float network (its inputs are in the
-    model's layout unless --layout changed the network's)."""
+    model's layout unless --layout changed the network's: `permuted`)."""
     from .fp16_range import check_fp16_range
-    source = _FORMAT_LAYOUT.get(fmt)
-    permuted = source is not None and options.layout not in ("keep", source.lower()) and not options.keep_io_layout
     with report.phase("pass:fp16_range"):
         check_fp16_range(graph, report, options.fp16_inputs, force=options.fp16_force, permuted=permuted)
 
 
-def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:
+def _note_layouts(report: Report, source: str | None, io: str | None) -> None:
     """Add "source_layout" and "layout" to the 4-D inputs and outputs of the
     report: the model's convention, and the one --layout asked for at the
     network's edges (`armnn-import verify` permutes its inputs with them)."""
-    source = _FORMAT_LAYOUT.get(fmt)
     if source is None:
         return
-    io = source if options.layout == "keep" or options.keep_io_layout else options.layout.upper()
     for entry in report.inputs + report.outputs:
         if len(entry["shape"]) == 4:
             entry["source_layout"], entry["layout"] = source, io
@@ -210,7 +176,7 @@ def _note_layouts(report: Report, fmt: str, options: ConvertOptions) -> None:
 def load(path) -> Graph:
     """Read a .armnn file into the IR."""
     from .serialize import read
-    from .frontends import open_regular
+    from .discovery import open_regular
     try:
         with open_regular(path, ".armnn") as f:
             data = f.read()

@@ -6,13 +6,9 @@ from __future__ import annotations
 
 from .errors import LoadError
 
-TITLES = {"onnx": "ONNX", "tflite": "TFLite"}
-VERSION_WORD = {"onnx": "opset", "tflite": "version"}
-
-
 def registries(formats=None) -> dict:
     """format name -> OpRegistry of the installed frontends (all, or `formats`)."""
-    from .frontends import available_frontends
+    from .discovery import available_frontends
 
     eps = available_frontends()
     unknown = sorted(set(formats or ()) - set(eps))
@@ -49,14 +45,22 @@ def _versions(e) -> str:
 
 
 def _title(name: str) -> str:
-    return TITLES.get(name, name)
+    """How the frontend writes its format's name ("ONNX"), as its plugin declares it."""
+    from .discovery import load_frontend
+    return getattr(load_frontend(name), "title", name)
+
+
+def _version_word(name: str) -> str:
+    """What the frontend calls an operator's version ("opset"), as its plugin declares it."""
+    from .discovery import load_frontend
+    return getattr(load_frontend(name), "version_word", "version")
 
 
 def format_text(regs: dict, target=None) -> str:
     out = [f"for the Arm NN {target} format (--target {target})", ""] if target is not None else []
     for name, reg in regs.items():
         table = rows(reg, target)
-        header = ("operator", VERSION_WORD.get(name, "version"), "Arm NN layers", "notes")
+        header = ("operator", _version_word(name), "Arm NN layers", "notes")
         widths = [max(len(r[k]) for r in table + [header]) for k in range(3)]
         out.append(f"{_title(name)}: {len({r[0] for r in table})} operators ({len(table)} version ranges)")
         for r in [header] + table:
@@ -76,7 +80,7 @@ def format_markdown(regs: dict) -> str:
            "current). A version range `7+` means version 7 and later, `1-5` versions 1 to 5, `1` version 1 only. "
            "Operators not listed are refused with a one-line reason per node.", ""]
     for name, reg in regs.items():
-        word = VERSION_WORD.get(name, "version")
+        word = _version_word(name)
         out += [f"## {_title(name)}", "",
                 f"{len(reg.ops())} operators.", "",
                 f"| operator | {word} | Arm NN layers | notes |", "|---|---|---|---|"]

@@ -279,7 +279,7 @@ def _batch_names(models: list[str]) -> list[str]:
 
 
 def _stem(path: str) -> str:
-    from .frontends import model_name
+    from .discovery import model_name
     return model_name(path)
 
 
@@ -292,7 +292,7 @@ class _Outcome:
 
 
 def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) -> None:
-    from .frontends import available_frontends, frontend_for
+    from .discovery import available_frontends, frontend_for
     from .errors import LoadError
 
     fmt = frontend_for(model)
@@ -476,7 +476,7 @@ def cmd_inspect(args, out: _Out) -> int:
         from .inspect import describe, format_table
         from .serialize import read
 
-        from .frontends import open_regular
+        from .discovery import open_regular
         try:
             with open_regular(args.file, ".armnn") as f:  # a FIFO would block forever
                 data = f.read()
@@ -510,7 +510,7 @@ def cmd_verify(args, out: _Out) -> int:
 def cmd_ops(args, out: _Out) -> int:
     def run():
         from .catalogue import format_markdown, format_text, registries
-        from .frontends import available_frontends
+        from .discovery import available_frontends
         if args.format is not None and args.format not in available_frontends():
             raise UsageError(f"--format {args.format}: no such frontend (installed: "
                              f"{', '.join(sorted(available_frontends())) or 'none'})")

@@ -1,8 +1,9 @@
 """`armnn-import verify SOURCE FILE.armnn`: does the .armnn file compute what
 its source model computes?
 
-The source model runs in its own runtime (onnxruntime, or LiteRT: the
-optional extra `armnn-import[verify]`), the .armnn network in the numpy
+The source model runs in its own runtime (the runner its frontend plugin's
+source_runner() makes: onnxruntime, or LiteRT; the optional extra
+`armnn-import[verify]`), the .armnn network in the numpy
 executor of the IR (or a real Arm NN runner), on the same inputs. Each output
 is compared: max abs error, max relative error and, for quantized tensors,
 the error in quantization steps (LSBs), against tolerances.
@@ -14,7 +15,6 @@ the error in quantization steps (LSBs), against tolerances.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -24,23 +24,11 @@ from .ir.axes import TO_NCHW, TO_NHWC
 from .ir.graph import Graph
 from .ir.types import DataType, TensorInfo
 from .verify_compare import Comparison, Tolerance, apply_way, compare, real_values, reshapings
-
-
-class VerifyError(ArmnnImportError):
-    """Verification cannot run: unusable inputs, a model the source runtime
-    refuses, a failing Arm NN runner."""
-
-
-class MissingRuntimeError(VerifyError):
-    """The source model's runtime, an optional extra, is not installed."""
+from .verify_source import IoSpec, MissingRuntimeError, VerifyError, model_bytes  # noqa: F401 (the API's errors)
 
 
 class VerificationFailed(VerifyError):
     """The .armnn network's outputs differ from the source model's beyond the tolerances."""
-
-
-# format -> (module to import, pip package)
-RUNTIMES = {"onnx": ("onnxruntime", "onnxruntime"), "tflite": ("ai_edge_litert.interpreter", "ai-edge-litert")}
 
 
 @dataclass
@@ -99,254 +87,17 @@ class VerifyResult:
 
 # -- the source model in its own runtime -----------------------------------------------
 
-@dataclass
-class IoSpec:
-    name: str
-    shape: tuple                       # None for a dimension the model leaves open
-    dtype: np.dtype
-    quant: tuple[float, int] | None    # (scale, zero point) of a quantized tensor
-
-
-@dataclass
-class Node:
-    name: str                          # as the frontend names it in the report
-    op: str
-    output: object                     # the key of its first output in intermediates()
-    consumers: list[str]
-    n_outputs: int = 1
-
-
-def _need(fmt: str):
-    import importlib
-    module, package = RUNTIMES[fmt]
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingRuntimeError(f"verifying {'an ONNX' if fmt == 'onnx' else 'a TFLite'} model needs "
-                                  f"{package}: pip install armnn-import[verify] (or pip install "
-                                  f"{package})") from None
-
-
-def _model_bytes(source) -> bytes:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source)
-    if hasattr(source, "SerializeToString"):
-        return source.SerializeToString()
-    from .frontends import open_regular
-    try:
-        with open_regular(source, "model or .armnn") as f:  # a FIFO would block forever
-            return f.read()
-    except OSError as e:
-        raise VerifyError(f"{source}: cannot read: {e.strerror or e}") from None
-
-
-class OnnxSource:
-    runtime = "onnxruntime"
-
-    def __init__(self, source):
-        self.ort = _need("onnx")
-        self.path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-        self.data = None if self.path else _model_bytes(source)
-        self.session = self._session(self.path or self.data)
-        self.inputs = [self._spec(v) for v in self.session.get_inputs()]
-        self.outputs = [self._spec(v) for v in self.session.get_outputs()]
-        self._nodes = None
-
-    def _session(self, model, optimize=True):
-        opts = self.ort.SessionOptions()
-        opts.log_severity_level = 3
-        if not optimize:  # keep every node, so each intermediate tensor is the node's own
-            opts.graph_optimization_level = self.ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-        try:
-            return self.ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
-        except Exception as e:  # noqa: BLE001 - onnxruntime raises its own exception types
-            raise VerifyError(f"onnxruntime cannot load the model: {str(e).splitlines()[0]}") from None
-
-    @staticmethod
-    def _spec(v) -> IoSpec:
-        dtypes = {"float": np.float32, "float16": np.float16, "double": np.float64, "int64": np.int64,
-                  "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
-        kind = v.type[len("tensor("):-1] if v.type.startswith("tensor(") else v.type
-        if kind not in dtypes:
-            raise VerifyError(f"input or output {v.name!r} has type {v.type}, which verify cannot feed")
-        shape = tuple(d if isinstance(d, int) and d > 0 else None for d in v.shape)
-        return IoSpec(v.name, shape, np.dtype(dtypes[kind]), None)
-
-    def run(self, arrays) -> list[np.ndarray]:
-        try:
-            return self.session.run(None, {s.name: a for s, a in zip(self.inputs, arrays)})
-        except Exception as e:  # noqa: BLE001
-            raise VerifyError(f"onnxruntime failed: {str(e).splitlines()[0]}") from None
-
-    def _model(self):
-        import onnx
-        if self.path:
-            return onnx.load(self.path)
-        m = onnx.ModelProto()
-        m.ParseFromString(self.data)
-        return m
-
-    @property
-    def nodes(self) -> list[Node]:
-        if self._nodes is None:
-            graph = self._model().graph
-            users: dict[str, list[str]] = {}
-            nodes = []
-            for i, n in enumerate(graph.node):
-                name = n.name or f"{n.op_type}_{i}"  # the ONNX frontend's naming of unnamed nodes
-                for t in n.input:
-                    users.setdefault(t, []).append(name)
-                nodes.append((name, n.op_type, n.output[0] if n.output else "", sum(1 for o in n.output if o)))
-            self._nodes = [Node(name, op, out, users.get(out, []), k) for name, op, out, k in nodes if out]
-        return self._nodes
-
-    def intermediates(self, arrays) -> dict:
-        """Each node's first output: the names become extra graph outputs. An 8-bit tensor
-        comes with its quantization (from verify_layers.onnx_quantization)."""
-        import onnx
-
-        from .verify_layers import onnx_quantization
-        model = self._model()
-        have = {o.name for o in model.graph.output}
-        model.graph.output.extend(onnx.ValueInfoProto(name=n.output) for n in self.nodes if n.output not in have)
-        session = self._session(model.SerializeToString(), optimize=False)
-        names = [o.name for o in session.get_outputs()]
-        values = session.run(names, {s.name: a for s, a in zip(self.inputs, arrays)})
-        quant = onnx_quantization(model.graph)
-        return {k: (v, quant.get(k) if v.dtype in (np.uint8, np.int8) else None)
-                for k, v in zip(names, values) if isinstance(v, np.ndarray)}
-
-
-class TFLiteSource:
-    runtime = "LiteRT"
-
-    def __init__(self, source):
-        self.litert = _need("tflite")
-        self.data = _model_bytes(source)
-        self.it = self._interpreter()
-        self.inputs = [self._spec(d) for d in self.it.get_input_details()]
-        self.outputs = [self._spec(d) for d in self.it.get_output_details()]
-        self._nodes = None
-
-    def _interpreter(self, **kwargs):
-        try:
-            with _native_stderr_silenced():  # LiteRT prints "INFO: Created ... delegate" lines
-                it = self.litert.Interpreter(model_content=self.data, **kwargs)
-                it.allocate_tensors()
-        except Exception as e:  # noqa: BLE001 - LiteRT raises ValueError/RuntimeError
-            raise VerifyError(f"LiteRT cannot load the model: {str(e).splitlines()[0]}") from None
-        return it
-
-    @staticmethod
-    def _spec(d) -> IoSpec:
-        sig = d.get("shape_signature")
-        dims = sig if sig is not None and len(sig) == len(d["shape"]) else d["shape"]
-        scale, zp = d["quantization"]
-        return IoSpec(d["name"], tuple(int(x) if x > 0 else None for x in dims), np.dtype(d["dtype"]),
-                      (float(scale), int(zp)) if scale else None)
-
-    def _invoke(self, it, arrays):
-        details = it.get_input_details()
-        if any(tuple(d["shape"]) != a.shape for d, a in zip(details, arrays)):
-            for d, a in zip(details, arrays):
-                it.resize_tensor_input(d["index"], list(a.shape))
-            it.allocate_tensors()
-        try:
-            for d, a in zip(details, arrays):
-                it.set_tensor(d["index"], a)
-            it.invoke()
-        except Exception as e:  # noqa: BLE001
-            raise VerifyError(f"LiteRT failed: {str(e).splitlines()[0]}") from None
-
-    def run(self, arrays) -> list[np.ndarray]:
-        self._invoke(self.it, arrays)
-        return [self.it.get_tensor(d["index"]).copy() for d in self.it.get_output_details()]
-
-    @property
-    def nodes(self) -> list[Node]:
-        if self._nodes is None:
-            import tflite
-            from tflite.BuiltinOperator import BuiltinOperator
-            names = {v: k for k, v in vars(BuiltinOperator).items() if not k.startswith("_")}
-            m = tflite.Model.GetRootAsModel(self.data, 0)
-            codes = [max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())
-                     for i in range(m.OperatorCodesLength())]
-            sg = m.Subgraphs(0)
-            ops = [sg.Operators(i) for i in range(sg.OperatorsLength())]
-            users: dict[int, list[str]] = {}
-            nodes = []
-            for op in ops:
-                outs = op.OutputsAsNumpy() if op.OutputsLength() else []
-                if not len(outs):
-                    continue
-                # the TFLite frontend names a node after its first output tensor
-                name = sg.Tensors(int(outs[0])).Name().decode("utf-8", "replace")
-                for t in (op.InputsAsNumpy() if op.InputsLength() else []):
-                    users.setdefault(int(t), []).append(name)
-                nodes.append((name, names.get(codes[op.OpcodeIndex()], "CUSTOM"), int(outs[0]), len(outs)))
-            self._nodes = [Node(name, opname, out, users.get(out, []), k) for name, opname, out, k in nodes]
-        return self._nodes
-
-    def intermediates(self, arrays) -> dict:
-        """Each operator's first output, from an interpreter that keeps every
-        tensor (and no delegate, which would hide them)."""
-        it = self._interpreter(experimental_preserve_all_tensors=True,
-                               experimental_op_resolver_type=self.litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-        self._invoke(it, arrays)
-        details = {d["index"]: d for d in it.get_tensor_details()}
-        out = {}
-        for n in self.nodes:
-            d = details.get(n.output)
-            try:
-                value = it.get_tensor(n.output)
-            except ValueError:
-                continue
-            scale, zp = d["quantization"] if d else (0.0, 0)
-            out[n.output] = (value.copy(), (float(scale), int(zp)) if scale else None)
-        return out
-
-
-@contextmanager
-def _native_stderr_silenced():
-    """Point file descriptor 2 at /dev/null (native code writes there directly);
-    errors still arrive as Python exceptions."""
-    import sys
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
 def source_model(source, fmt: str | None = None):
-    """The source model in its runtime (OnnxSource or TFLiteSource)."""
-    if type(source).__module__.startswith("tflite") and hasattr(source, "_tab"):  # a tflite.Model
-        source, fmt = bytes(source._tab.Bytes), "tflite"
-    if fmt is None:
-        if isinstance(source, (str, os.PathLike)):
-            from .frontends import frontend_for
-            fmt = frontend_for(source)
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            from .frontends import sniff_format
-            fmt = sniff_format(bytes(source[:4096]), complete=len(source) <= 4096)
-        elif hasattr(source, "SerializeToString"):
-            fmt = "onnx"
-    if fmt == "onnx":
-        return OnnxSource(source)
-    if fmt == "tflite":
-        return TFLiteSource(source)
+    """The source model in its format's runtime: the runner its frontend plugin's
+    source_runner() makes (`fmt`: the frontend's name, else told from `source`)."""
+    from .discovery import format_of, load_frontend
+    fmt = fmt or format_of(source)
     if fmt == "armnn":
-        raise VerifyError("the source model is an .armnn file; give the ONNX or TFLite model it came from")
-    raise VerifyError("the source model is neither ONNX nor TFLite")
+        raise VerifyError("the source model is an .armnn file; give the model it came from")
+    fe = load_frontend(fmt)
+    if not hasattr(fe, "source_runner"):
+        raise VerifyError(f"the {fmt!r} frontend cannot run its models for verify (it has no source_runner)")
+    return fe.source_runner(source)
 
 
 # -- inputs -----------------------------------------------------------------------------
@@ -480,7 +231,7 @@ def _armnn(armnn) -> tuple[Graph, object]:
     from .serialize import read, write
     if isinstance(armnn, Graph):
         return armnn, write(armnn)
-    data = _model_bytes(armnn)
+    data = model_bytes(armnn)
     try:
         graph = read(data)
     except ArmnnImportError as e:

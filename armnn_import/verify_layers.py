@@ -17,47 +17,12 @@ import numpy as np
 from .ir.graph import Port
 from .ir.types import LayerType
 
-# Where the output quantization of an ONNX quantized operator is: (scale input, zero point input)
-QPARAMS = {"QuantizeLinear": (1, 2), "QLinearConv": (6, 7), "QLinearMatMul": (6, 7), "QLinearAdd": (6, 7),
-           "QLinearMul": (6, 7), "QGemm": (7, 8), "QLinearGlobalAveragePool": (3, 4),
-           "QLinearAveragePool": (3, 4), "QLinearConcat": (0, 1), "QLinearLeakyRelu": (3, 4),
-           "QLinearSigmoid": (3, 4)}
-# Operators whose 8-bit output keeps their input's quantization
-KEEPS = {"MaxPool", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split", "Identity",
-         "DepthToSpace", "SpaceToDepth", "Concat"}
-
 FOLDED = "folded to constants (no run-time tensor)"
 FUSED = "fused into the node after them (compared at the group's last node)"
 NOT_RECORDED = "not in the conversion report's node map"
 REMOVED = "whose .armnn tensor a pass removed"
 NO_VALUE = "whose value the source runtime does not give"
 SHAPES = "whose shape differs from the .armnn tensor's"
-
-
-def onnx_quantization(graph) -> dict:
-    """tensor -> (scale, zero point) of the 8-bit tensors an ONNX graph computes, where its
-    constants say so (QuantizeLinear and QLinear* outputs, and what keeps their quantization)."""
-    from onnx import numpy_helper
-    consts = {t.name: t for t in graph.initializer}
-    consts.update({n.output[0]: a.t for n in graph.node if n.op_type == "Constant"
-                   for a in n.attribute if a.name == "value"})
-
-    def value(name):
-        t = consts.get(name) if name else None
-        return None if t is None else numpy_helper.to_array(t)
-
-    quant = {}
-    for n in graph.node:
-        if n.op_type in QPARAMS and n.output:
-            si, zi = QPARAMS[n.op_type]
-            s = value(n.input[si]) if len(n.input) > si else None
-            z = value(n.input[zi]) if len(n.input) > zi else None
-            if s is not None and s.size == 1 and (z is None or z.size == 1):
-                quant[n.output[0]] = (float(s.reshape(-1)[0]), 0 if z is None else int(z.reshape(-1)[0]))
-        elif n.op_type in KEEPS and n.input and n.input[0] in quant:
-            for o in n.output:
-                quant[o] = quant[n.input[0]]
-    return quant
 
 
 def _port(rec: dict, live: dict, recs: dict):

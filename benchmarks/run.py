@@ -478,7 +478,7 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
 
 def convert_batch(models, outdir, rows, target: str = "19.02") -> dict:
     """Convert all models with one armnn-import process per folder; {model: output path}."""
-    from armnn_import.frontends import model_name
+    from armnn_import.discovery import model_name
     done = {}
     by_dir = {}
     for m in models:

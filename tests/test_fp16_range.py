@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 import armnn_import
 from armnn_import import cli
 from armnn_import.fp16_range import F16_MAX, SAFE_BOUND
-from armnn_import.passes.convert import check_fp16_weights, fp16_widening_layer
+from armnn_import.passes.fp16 import check_fp16_weights, fp16_widening_layer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from reference_models import NOT_CONVERTING_YET  # noqa: E402

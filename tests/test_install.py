@@ -71,7 +71,7 @@ def test_clean_venv_install(tmp_path):
     assert "parameters: 153" in i.stdout and "  [1] codes: 2x6 QuantisedAsymm8 quant (0.25, 3)" in i.stdout
 
     # The code and the frontend plugins come from the venv, not from the repository.
-    code = ("import armnn_import, sys\nfrom armnn_import.frontends import available_frontends\n"
+    code = ("import armnn_import, sys\nfrom armnn_import.discovery import available_frontends\n"
             "print(armnn_import.__file__)\nprint(sorted(available_frontends()))")
     w = subprocess.run([str(bin_dir / "python"), "-c", code], **run)
     assert w.returncode == 0, w.stderr

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 class OnnxFrontend:
     name = "onnx"
+    title = "ONNX"
+    version_word = "opset"        # what the catalogue calls an operator's version
     extensions = (".onnx",)
+    io_layout = "NCHW"            # the layout of the model's 4-D inputs and outputs
+    identifier = None             # protobuf has no magic bytes: sniff() reads the fields
 
     @property
     def registry(self):
         from .ops import REGISTRY
         return REGISTRY
 
-    def sniff(self, head: bytes) -> bool:
-        from armnn_import.frontends import looks_like_onnx
-        return looks_like_onnx(head, complete=False)
+    def sniff(self, head: bytes, complete: bool = False) -> bool:
+        from .sniff import looks_like_onnx
+        return looks_like_onnx(head, complete)
 
     def accepts(self, obj) -> bool:
         # Duck-typed so that the check does not import onnx.
@@ -26,6 +30,11 @@ class OnnxFrontend:
     def convert(self, source, options, report):
         from .convert import convert
         return convert(source, options, report)
+
+    def source_runner(self, source):
+        """The model in onnxruntime, for `armnn-import verify`."""
+        from .verify import OnnxSource
+        return OnnxSource(source)
 
 
 FRONTEND = OnnxFrontend()

@@ -1,7 +1,7 @@
 """float16 models: a model whose float inputs and outputs are float16 becomes a
 Float16 network (as --fp16 writes one). The model is rewritten to float32 first,
 which is exact (every float16 value is a float32 value), converted as usual, and
-the whole network then stored and run as Float16 (passes.convert.to_float16).
+the whole network then stored and run as Float16 (passes.fp16.to_float16).
 
 This format has no conversion layer, so the network cannot mix the two types:
 a model with float32 inputs or outputs beside float16 ones is refused, and so is

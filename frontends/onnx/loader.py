@@ -11,7 +11,7 @@ import onnx
 from onnx import TensorProto
 
 from armnn_import.errors import LoadError
-from armnn_import.frontends import open_regular
+from armnn_import.discovery import open_regular
 
 
 def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:

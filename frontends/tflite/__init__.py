@@ -8,16 +8,19 @@ from __future__ import annotations
 
 class TFLiteFrontend:
     name = "tflite"
-    handles_io_layout = True  # --layout nchw is applied while lowering (convert.py)
+    title = "TFLite"
+    version_word = "version"      # what the catalogue calls an operator's version
     extensions = (".tflite",)
+    io_layout = "NHWC"            # the layout of the model's 4-D inputs and outputs
+    identifier = (4, b"TFL3")     # the FlatBuffers file identifier of the TFLite schema
 
     @property
     def registry(self):
         from .ops import REGISTRY
         return REGISTRY
 
-    def sniff(self, head: bytes) -> bool:
-        return len(head) >= 8 and head[4:8] == b"TFL3"
+    def sniff(self, head: bytes, complete: bool = False) -> bool:
+        return len(head) >= 8 and head[4:8] == self.identifier[1]
 
     def accepts(self, obj) -> bool:
         # Duck-typed so that the check does not import tflite.
@@ -27,6 +30,11 @@ class TFLiteFrontend:
     def convert(self, source, options, report):
         from .convert import convert
         return convert(source, options, report)
+
+    def source_runner(self, source):
+        """The model in LiteRT, for `armnn-import verify`."""
+        from .verify import TFLiteSource
+        return TFLiteSource(source)
 
 
 FRONTEND = TFLiteFrontend()

@@ -125,9 +125,6 @@ class Ctx:
         self.out_source: dict[int, int] = {}      # model output -> quantized tensor behind its DEQUANTIZE
         self.output_names = {model.tensors[i].name for i in model.outputs}
         self.overridden = False                   # True when input shapes differ from the file's
-        # --layout nchw: 4-D inputs and outputs are NCHW (the network inside stays NHWC, and
-        # the Permutes this adds cancel against those around the convolutions)
-        self.nchw_io = options.layout == "nchw" and not options.keep_io_layout
         dense = [t.name for t in model.tensors if t.densified]
         if dense:  # frontends/tflite/sparse.py
             report.decomposition("sparse constants", f"{len(dense)} densified at conversion (traversal order, "
@@ -473,10 +470,7 @@ class Ctx:
         return t.shape or (1,)
 
     def _add_input(self, name: str, info: TensorInfo) -> Port:
-        if self.nchw_io and info.rank == 4:
-            n, h, w, c = info.shape
-            port = self.g.add_input(name, info.with_shape((n, c, h, w)))
-            return self.nb.permute(port, (0, 2, 3, 1), f"{name}_to_nhwc")
+        # in the model's NHWC: --layout nchw is the core's (the plugin's io_layout, passes/io_layout.py)
         return self.g.add_input(name, info)
 
     def _inputs(self) -> None:
@@ -523,8 +517,6 @@ class Ctx:
                                                          "Arm NN networks compute every output")])
                 raise ConversionError(f"output {t.name!r} is not computed by any operator")
             port = self.ports[src]
-            if self.nchw_io and port.info.rank == 4:
-                port = self.nb.permute(port, (0, 3, 1, 2), f"{t.name}_to_nchw")
             if port.layer.type == LayerType.Input:  # Arm NN wants a layer between Input and Output
                 port = self.nb.linear(port, 1.0, 0.0, f"{t.name}_identity")
             self.g.add_output(t.name, port)

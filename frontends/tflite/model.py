@@ -20,7 +20,7 @@ from functools import lru_cache
 import numpy as np
 
 from armnn_import.errors import LoadError
-from armnn_import.frontends import open_regular
+from armnn_import.discovery import open_regular
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
 
 from .fasttable import fast

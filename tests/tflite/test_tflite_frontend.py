@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from tfl_builder import ModelBuilder, run_litert  # noqa: E402
 
 from armnn_import.errors import UnsupportedModelError  # noqa: E402
-from armnn_import.frontend import ConvertOptions  # noqa: E402
+from armnn_import.plugin import ConvertOptions  # noqa: E402
 from armnn_import.ir.types import DataType, LayerType  # noqa: E402
 from armnn_import.report import Report, io_summary  # noqa: E402
 
@@ -831,7 +831,9 @@ def test_layout_nchw_io_removes_every_permute(armnn_runner):
     data = mb.build()
     x = rand(1, 6, 7, 3)
     expected = run_litert(data, [x])[0]
-    graph, report = convert(data, layout="nchw")
+    import armnn_import  # --layout is the core's (the plugin declares NHWC): the API, not the frontend alone
+    result = armnn_import.convert(data, layout="nchw")
+    graph, report = result.network, result.report
     assert "Permute" not in graph.summary()
     assert report.inputs[0]["shape"] == [1, 3, 6, 7] and report.outputs[0]["shape"] == [1, 4, 6, 7]
     got = armnn_runner(write(graph), [np.ascontiguousarray(x.transpose(0, 3, 1, 2))])[0]

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from tfl_builder import ModelBuilder  # noqa: E402
 
 from armnn_import.errors import ArmnnImportError, LoadError  # noqa: E402
-from armnn_import.frontend import ConvertOptions  # noqa: E402
+from armnn_import.plugin import ConvertOptions  # noqa: E402
 from armnn_import.report import Report  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -188,7 +188,7 @@ def _cli(*args, cwd):
     """armnn_import.cli.main in a subprocess, with this repository's TFLite
     frontend registered whether or not the package is installed."""
     code = ("import sys\n"
-            "import armnn_import.frontends as F\n"
+            "import armnn_import.discovery as F\n"
             "from importlib.metadata import EntryPoint\n"
             "F.available_frontends = lambda: {'tflite': EntryPoint('tflite', 'armnn_import_frontends.tflite:FRONTEND', F.GROUP)}\n"
             "from armnn_import.cli import main\n"

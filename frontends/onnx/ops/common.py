@@ -46,10 +46,6 @@ def binary(ctx, ltype: LayerType, a, b, name: str) -> Port:
     return ctx.to_shape(y, out_shape, f"{name}_shape")
 
 
-def float_port(ctx, node, i=0) -> Port:
-    return ctx.port(node, i)
-
-
 def norm_axes(axes, rank: int, what: str = "axis") -> list[int]:
     out = []
     for a in np.asarray(axes, dtype=np.int64).reshape(-1):

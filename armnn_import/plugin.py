@@ -29,16 +29,33 @@ class ConvertOptions:
 
 
 class Frontend(Protocol):
-    name: str                     # "onnx", "tflite"
+    """A model format's facts and its conversion. The core asks these and knows no format."""
+    name: str                     # the format's name: the entry point's, --format's, the report's
+    title: str                    # how messages and the catalogue write it ("ONNX")
+    version_word: str             # what an operator's version is called ("opset")
     extensions: tuple[str, ...]   # (".onnx",)
     registry: OpRegistry
+    # The layout of the model's 4-D inputs and outputs ("NCHW" or "NHWC"): --layout adds
+    # Permutes at the edges when it asks for the other one. None: the format has no such
+    # convention, and --layout other than keep is refused.
+    io_layout: str | None
+    # (offset, bytes) that only this format's files have there, checked before any
+    # plugin's sniff(); None when the format has no identifier.
+    identifier: tuple[int, bytes] | None
 
-    def sniff(self, head: bytes) -> bool:
-        """True if the first bytes of a file look like this format (cheap, no heavy imports)."""
+    def sniff(self, head: bytes, complete: bool = False) -> bool:
+        """True if the first bytes of a file look like this format (cheap, no heavy imports).
+        `complete`: `head` is the whole file."""
 
     def accepts(self, obj) -> bool:
         """True if `obj` is an in-memory model of this format (e.g. onnx.ModelProto)."""
 
     def convert(self, source, options: ConvertOptions, report: Report) -> Graph:
-        """source: a path (str/PathLike), bytes, or an in-memory model. Returns the IR,
-        raising UnsupportedModelError listing every unsupported node at once."""
+        """source: a path (str/PathLike), bytes, or an in-memory model. Returns the IR in the
+        model's own layout (io_layout at the edges), raising UnsupportedModelError listing
+        every unsupported node at once."""
+
+    def source_runner(self, source):
+        """Optional, for `armnn-import verify`: the source model in the format's own runtime,
+        a verify_source.SourceRunner (raise verify_source.MissingRuntimeError via
+        need_runtime when the runtime, an optional extra, is missing)."""
