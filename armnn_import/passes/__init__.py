@@ -11,6 +11,7 @@ import os
 
 from ..ir.graph import Graph
 from ..report import Report
+from .bn_split import split_batchnorms
 from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .conv_bias import fold_affine_into_conv
@@ -34,6 +35,7 @@ PIPELINE = (
     ("fold_batchnorm", fold_batchnorm_into_conv),
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
     ("shifts_to_additions", shifts_to_additions),
+    ("split_batchnorms", split_batchnorms),  # richer targets only: scaled BatchNormalization -> Mul + Add
     ("remove_dead_layers", remove_dead_layers),
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     ("direct_layers", direct_layers),  # richer targets only: Merger -> Concat, Permute -> Transpose
