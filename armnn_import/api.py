@@ -151,7 +151,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             io_layout = _io_layout(fe, options)
             if io_layout is not None and io_layout != _FORMAT_LAYOUT.get(fe.name):
                 set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
-            run_pipeline(graph, report, passes=pipeline(conv_bias), check_each=check_passes)
+            run_pipeline(graph, report, passes=pipeline(conv_bias, options.fp16 or report.float16_network),
+                         check_each=check_passes)
             if options.fp16:
                 _check_range(graph, report, fe.name, options)
             if options.fp16 or report.float16_network:

@@ -42,9 +42,12 @@ PIPELINE = (
 )
 
 
-def pipeline(conv_bias: str = "add") -> tuple:
-    """The passes for the given ConvertOptions.conv_bias ("batchnorm" keeps the shifts)."""
-    return PIPELINE if conv_bias == "add" else tuple(p for p in PIPELINE if p[0] != "shifts_to_additions")
+def pipeline(conv_bias: str = "add", float16: bool = False) -> tuple:
+    """The passes for the given ConvertOptions.conv_bias ("batchnorm" keeps the shifts). A network
+    that becomes Float16 keeps its BatchNormalizations (as Multiplication + Addition it would
+    round twice to Float16 where the BatchNormalization rounds once)."""
+    drop = ({"shifts_to_additions"} if conv_bias != "add" else set()) | ({"split_batchnorms"} if float16 else set())
+    return tuple(p for p in PIPELINE if p[0] not in drop)
 
 
 def check_each_default() -> bool:

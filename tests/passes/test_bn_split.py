@@ -134,3 +134,22 @@ def test_tflite_mul_add_by_constants_as_the_cli_writes_it_matches_litert(fmt, ar
     for rel in FORMATS[fmt]:
         got = armnn_runner_for(rel)(str(out), [x])[0].reshape(want.shape)
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), rel
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_a_float16_network_keeps_its_batchnormalization(fmt, armnn_runner_for):
+    """--fp16: Multiplication + Addition would round to Float16 twice where the BatchNormalization
+    rounds once, so the network keeps the BatchNormalization (and runs on the release's CpuRef)."""
+    import armnn_import
+    data = _mul_add_model(5)
+    types = _types(armnn_import.convert(data, target=fmt).network)
+    assert LayerType.BatchNormalization not in types and LayerType.Multiplication in types
+    result = armnn_import.convert(data, target=fmt, fp16=True)
+    types = _types(result.network)
+    assert LayerType.BatchNormalization in types and LayerType.Multiplication not in types
+    x = np.random.default_rng(2).standard_normal((1, 8, 6, 5)).astype(np.float16)
+    got = armnn_runner_for(fmt)(result.to_bytes(), [x])[0]
+    from tfl_builder import run_litert
+    want = run_litert(data, [x.astype(np.float32)])[0]
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.reshape(want.shape).astype(np.float32), want, rtol=2e-3, atol=4e-3)
