@@ -85,7 +85,8 @@ def _operand(nb: NetBuilder, values: np.ndarray, layout: DataLayout, name: str) 
     return nb.constant_layer(values.reshape(shape), name)
 
 
-def _split(graph: Graph, nb: NetBuilder, bn: Layer) -> None:
+def split_batchnorm(graph: Graph, nb: NetBuilder, bn: Layer) -> None:
+    """bn (float, 4-D) as Multiplication (+ Addition) by constants, whatever it costs."""
     mult, add = cpuref_affine(bn)
     x, name, layout = bn.inputs[0], bn.name, bn.desc.data_layout
     keep_add = bool(np.any(add != 0))
@@ -106,7 +107,7 @@ def split_batchnorms(graph: Graph, report: Report) -> int:
     todo = [l for l in graph.layers if float_bn(l) and l.outputs[0].rank == 4
             and split_pays(l.outputs[0].shape, fmt) and not np.all(cpuref_affine(l)[0] == 1.0)]
     for bn in todo:
-        _split(graph, nb, bn)
+        split_batchnorm(graph, nb, bn)
     if todo:
         report.decomposition("scaled BatchNormalization", "Multiplication and Addition by Constant "
                              "layers, the same float32 roundings, which Arm NN's CpuRef runs faster")
