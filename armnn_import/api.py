@@ -119,7 +119,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         with report.phase("passes"):
             if io_layout != source_layout:
                 set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
-            run_pipeline(graph, report, passes=pipeline(conv_bias), check_each=check_passes)
+            run_pipeline(graph, report, passes=pipeline(conv_bias, options.fp16 or report.float16_network),
+                         check_each=check_passes)
             if options.fp16:
                 _check_range(graph, report, options, permuted=io_layout != source_layout)
             if options.fp16 or report.float16_network:

@@ -11,6 +11,7 @@ import os
 
 from ..ir.graph import Graph
 from ..report import Report
+from .bn_split import split_batchnorms
 from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .conv_bias import fold_affine_into_conv
@@ -34,15 +35,19 @@ PIPELINE = (
     ("fold_batchnorm", fold_batchnorm_into_conv),
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
     ("shifts_to_additions", shifts_to_additions),
+    ("split_batchnorms", split_batchnorms),  # richer targets only: scaled BatchNormalization -> Mul + Add
     ("remove_dead_layers", remove_dead_layers),
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     ("direct_layers", direct_layers),  # richer targets only: Merger -> Concat, Permute -> Transpose
 )
 
 
-def pipeline(conv_bias: str = "add") -> tuple:
-    """The passes for the given ConvertOptions.conv_bias ("batchnorm" keeps the shifts)."""
-    return PIPELINE if conv_bias == "add" else tuple(p for p in PIPELINE if p[0] != "shifts_to_additions")
+def pipeline(conv_bias: str = "add", float16: bool = False) -> tuple:
+    """The passes for the given ConvertOptions.conv_bias ("batchnorm" keeps the shifts). A network
+    that becomes Float16 keeps its BatchNormalizations (as Multiplication + Addition it would
+    round twice to Float16 where the BatchNormalization rounds once)."""
+    drop = ({"shifts_to_additions"} if conv_bias != "add" else set()) | ({"split_batchnorms"} if float16 else set())
+    return tuple(p for p in PIPELINE if p[0] not in drop)
 
 
 def check_each_default() -> bool:
