@@ -19,8 +19,8 @@ def same_pads(size: int, kernel: int, stride: int, dilation: int = 1) -> tuple[i
     return total // 2, total - total // 2
 
 
-#: what CpuRef's Pad (and so 23.08's MirrorPad) takes (RefLayerSupport::IsPadSupported)
-PAD_TYPES = (DataType.Float32, DataType.Float16, DataType.QAsymmS8, DataType.QuantisedAsymm8, DataType.QSymmS16)
+#: what CpuRef's Pad (and so 23.08's MirrorPad) takes of the IR's types (RefLayerSupport::IsPadSupported)
+PAD_TYPES = (DataType.Float32, DataType.Float16, DataType.QAsymmS8, DataType.QuantisedAsymm8)  # (and QSymmS16)
 #: how far each mode reads into the axis: reflect never repeats the border element
 _REACH = {"reflect": 1, "symmetric": 0, "wrap": 0}
 
