@@ -65,7 +65,7 @@ def _input(dtype):
     return rng.integers(0, 256, SHAPE).astype(np.uint8)
 
 
-SCATTERED = [4, 0, 3, 1, 4, 2, 0, 3, 2, 4, 1, 0, 2, 4, 3, 1, 0, 2, 1, 3, 4, 0]  # 22 indices, 21+ runs
+SCATTERED = np.random.default_rng(5).integers(0, 5, 40).tolist()  # 19 runs (any two indices make one)
 #: (indices, axis, target, dtype, max_slices, the layer kinds it takes)
 CASES = {
     "identity": ([0, 1, 2, 3, 4], 1, "19.02", DataType.Float32, 32, []),
@@ -102,6 +102,10 @@ def test_names_are_the_callers():
     assert [layer.name for layer in g.layers[1:-1]] == ["g_last", "g_2d", "g_fc", "g_nd", "g_back"]
 
 
+def test_scattered_is_more_runs_than_slices_take():
+    assert 16 < len(index_runs(SCATTERED)) <= 32 and len(index_runs([i % 3 for i in SCATTERED])) > 16
+
+
 def test_a_tensor_no_selection_matrix_carries_takes_up_to_64_slices():
     # (int32: CpuRef 20.08 slices and joins no Signed32, so this is the layers, not the numbers)
     g = _graph("19.02", SCATTERED, 1, DataType.Signed32, max_slices=16)
@@ -116,6 +120,7 @@ def test_refusals():
         _graph("19.02", [-6], 1)
     with pytest.raises(Unsupported, match="empty"):
         _graph("19.02", [], 1)
-    many = (SCATTERED * 4)[:80]  # more than MAX_RUNS runs of a tensor no selection matrix carries
+    many = SCATTERED * 4  # more than MAX_RUNS (64) runs of a tensor no selection matrix carries
+    assert len(index_runs(many)) > 64
     with pytest.raises(Unsupported, match="scattered indices of a non-float tensor"):
         _graph("19.02", many, 1, DataType.Signed32)
