@@ -270,6 +270,13 @@ binary("maximum", lambda x, y: tf.maximum(x, y), (1, 7, 9, 5))
 binary("minimum", lambda x, y: tf.minimum(x, y), (1, 7, 9, 1))
 
 
+# float only: the converter refuses their quantized forms (Arm NN has no exact lowering of them)
+case("squared_difference", ["SQUARED_DIFFERENCE"], [X((1, 7, 9, 5)), X((1, 1, 9, 5), "normal", "y")],
+     variants=("float32",))(lambda r, q: lambda x, y: tf.math.squared_difference(x, y))
+case("floor_div", ["FLOOR_DIV"], [X((1, 7, 9, 5), ("normal", 4.0)), X((1, 7, 1, 5), ("uniform", 0.5, 2.0), "y")],
+     variants=("float32",))(lambda r, q: lambda x, y: tf.math.floordiv(x, y))
+
+
 @case("add_const", ["ADD"], [X((1, 7, 9, 5))], note="second operand is a constant")
 def _(r, q):
     c = q.w(W(r, 9, 5))
@@ -425,6 +432,19 @@ def _(r, q):
 @case("gather_axis2", ["GATHER"], [X((1, 7, 9, 5))], note="axis 2, 2-D constant indices")
 def _(r, q):
     return lambda x: tf.gather(x, [[4, 0, 8], [2, 2, 7]], axis=2)
+
+
+@case("gather_scattered", ["GATHER"], [X((1, 3, 40, 4))],
+      note="axis 2, 80 scattered constant indices: more runs than StridedSlices take (a 0/1 selection "
+           "matrix; a Gather layer from --target 20.08)")
+def _(r, q):
+    idx = r.integers(0, 40, 80).tolist()  # (about 40 runs: any two indices make one)
+    return lambda x: tf.gather(x, idx, axis=2)
+
+
+@case("broadcast_to", ["BROADCAST_TO"], [X((1, 1, 9, 5))])
+def _(r, q):
+    return lambda x: tf.broadcast_to(x, [2, 7, 9, 5])
 
 
 @case("depth_to_space", ["DEPTH_TO_SPACE"], [X((1, 3, 4, 12))])
@@ -607,7 +627,8 @@ def _(r, q):
 # (concatenation_channels keeps per-input ranges: CONCATENATION rescales uint8 inputs itself.)
 SAME_RANGE = {"reshape", "transpose", "transpose_3d", "concatenation", "pack",
               "unpack", "split", "split_v", "strided_slice", "strided_slice_masks", "slice", "pad", "padv2",
-              "mirror_pad_reflect", "mirror_pad_symmetric", "tile", "gather", "gather_axis2",
+              "mirror_pad_reflect", "mirror_pad_symmetric", "tile", "gather", "gather_axis2", "gather_scattered",
+              "broadcast_to",
               "depth_to_space", "space_to_depth", "space_to_batch_nd", "batch_to_space_nd", "squeeze",
               "expand_dims", "reduce_max", "reduce_min", "max_pool_2d", "max_pool_2d_valid",
               "resize_nearest_neighbor", "resize_nearest_neighbor_align_corners",
