@@ -186,7 +186,7 @@ def _legacy(ctx, node, x, scales):
     return resize(ctx, node, x, {a: {"scale": s} for a, s in enumerate(scales) if s != 1.0}, attrs)
 
 
-@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"))
+@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize", "Reshape", "Permute"))
 def upsample7(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.attr(node, "scales"))
 
@@ -197,7 +197,7 @@ def upsample9(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
+@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize", "Reshape", "Permute"),
           check=needs_const(1, what="scales"))
 def resize10(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
