@@ -25,19 +25,7 @@ ALWAYS = {"Input", "Output"}
 NOT_YET_RUN = {
     "tflite ARG_MIN 1-3",  # (ARG_MAX is run by argmax_head; no model has an ARG_MIN yet)
     "tflite CONV_3D 1-1",  # (tests/tflite/test_tflite_conv3d.py builds its models in the test)
-    "onnx AveragePool (quantized) 1+",
-    "onnx Clip (quantized) 1+",
-    "onnx LeakyRelu (quantized) 1+",
     "onnx LogSoftmax 1-12",
-    "onnx MatMul (quantized) 1+",
-    "onnx Mul (quantized) 1+",
-    "onnx QLinearAveragePool 1+",
-    "onnx QLinearLeakyRelu 1+",
-    "onnx QLinearMatMul 10+",
-    "onnx QLinearMul 1+",
-    "onnx QLinearSigmoid 1+",
-    "onnx Relu (quantized) 1+",
-    "onnx Sigmoid (quantized) 1+",
     "tflite BIDIRECTIONAL_SEQUENCE_LSTM 1-3",
     "tflite DENSIFY 1-1",
     "tflite SHAPE 1-1",
