@@ -512,6 +512,17 @@ class Resize10(nn.Module):
         return F.interpolate(self.c(x), scale_factor=2, mode="nearest")
 
 
+class LogSoftmax12(nn.Module):
+    """At opset 12: a Linear and LogSoftmax-1 (2-D coercion), which needs --target 20.08."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 6)
+
+    def forward(self, x):
+        return F.log_softmax(self.fc(x) * 2.0, 1)
+
+
 def global_lp_pool(model):
     """GlobalAveragePool -> GlobalLpPool(p=2): the reference outputs are onnxruntime's, after this."""
     for n in model.graph.node:
@@ -528,6 +539,8 @@ MODELS.update({
                         "initializers listed as graph inputs (opset 8's IR version)"]),
     "resize_op10": (Resize10, (1, 3, 12, 14), 10, "conv, nearest resize x2",
                     ["Resize-10 nearest (scales input)"]),
+    "log_softmax_op12": (LogSoftmax12, (3, 12), 12, "linear, log-softmax",
+                         ["LogSoftmax-1 (2-D coercion; --target 20.08)", "Gemm", "Mul by a scalar"]),
 })
 
 def strip_initializer_identities(model):

@@ -666,6 +666,19 @@ case("ceil", ["CEIL"], [X((1, 7, 9, 5), ("normal", 3.0))], variants=("float32",)
     lambda r, q: lambda x: tf.math.ceil(x))
 
 
+# ----------------------------------------------------------------------------- richer formats
+# Layers the 19.02 format lacks (tests/test_attention_models.py runs them on Arm NN): ARG_MIN is
+# an ArgMinMax (--target 20.08), CONV_3D a Convolution3d (--target 23.08).
+case("arg_min", ["ARG_MIN"], [X((1, 7, 9, 5))], variants=("float32",), note="needs --target 20.08")(
+    lambda r, q: lambda x: tf.math.argmin(x, axis=2, output_type=tf.int32))
+
+
+@case("conv_3d", ["CONV_3D"], [X((1, 5, 6, 7, 3))], variants=("float32",), note="needs --target 23.08")
+def _(r, q):
+    w, b = q.w(W(r, 2, 3, 3, 3, 4)), C(W(r, 4))
+    return lambda x: tf.nn.conv3d(x, w, [1, 1, 2, 1, 1], "VALID") + b
+
+
 # ----------------------------------------------------------------------------- sparse weights
 # Pruned weights (SPARSE_ZERO of them exactly 0) converted with
 # tf.lite.Optimize.EXPERIMENTAL_SPARSITY: the converter stores them sparse (TACO format,

@@ -23,9 +23,6 @@ ALWAYS = {"Input", "Output"}
 #: are refused before the converter runs: an opset past the entry, a non-constant input, a
 #: sequence input); each wants a model in test_models/ (tests/tflite/tfl_builder.py for TFLite)
 NOT_YET_RUN = {
-    "tflite ARG_MIN 1-3",  # (ARG_MAX is run by argmax_head; no model has an ARG_MIN yet)
-    "tflite CONV_3D 1-1",  # (tests/tflite/test_tflite_conv3d.py builds its models in the test)
-    "onnx LogSoftmax 1-12",
     "tflite BIDIRECTIONAL_SEQUENCE_LSTM 1-3",
     "tflite DENSIFY 1-1",
     "tflite SHAPE 1-1",
