@@ -586,6 +586,18 @@ case("expand_dims", ["EXPAND_DIMS"], [X((1, 7, 9, 5))],
     lambda r, q: lambda x: tf.expand_dims(x, 2))
 
 
+def patch_zeros_like(m):
+    from tensorflow.lite.python import schema_py_generated as fb
+    for op in _set_code(m, BuiltinOperator.ABS, BuiltinOperator.ZEROS_LIKE):
+        op.builtinOptionsType, op.builtinOptions = fb.BuiltinOptions.ZerosLikeOptions, fb.ZerosLikeOptionsT()
+
+
+case("zeros_like", ["ZEROS_LIKE"], [X((1, 7, 9, 5)), X((1, 7, 9, 5), "normal", "y")], variants=("float32",),
+     patch=patch_zeros_like, check=check_against(lambda c, x, y: [y]),
+     note="zeros_like(x) + y: the converter folds ZEROS_LIKE of a static shape away, so an ABS is relabelled")(
+    lambda r, q: lambda x, y: tf.math.abs(x) + y)
+
+
 @case("conv_fc", ["CONV_2D", "MEAN", "FULLY_CONNECTED"], [X((1, 12, 10, 8))],
       variants=("float32", "int8", "uint8io", "int8floatio", "dynamic", "fp16w", "uint8"),
       note="conv 3x3 8->32 + relu, spatial mean, FC 32->40; weights >= 1024 elements so that "

@@ -27,7 +27,6 @@ NOT_YET_RUN = {
     "tflite DENSIFY 1-1",
     "tflite SHAPE 1-1",
     "tflite UNIDIRECTIONAL_SEQUENCE_RNN 1-3",
-    "tflite ZEROS_LIKE 1-1",
 }
 
 
