@@ -329,6 +329,20 @@ class NetBuilder(ConvolutionLayers, FormatLayers):
         self.report.decomposition("softmax", "Permute the axis last, Softmax, Permute back")
         return self.permute(y, perm, f"{name}_back")
 
+    # -- embedding lookups and attention (Gather with an axis: 20.08 format; Cast, BatchMatMul: 23.08)
+    def constant_layer(self, values, name: str) -> Port:
+        """A constant as a Constant layer of shape [1, 1, rows, last] and a Reshape to its shape:
+        the one form of Constant that Arm NN 23.08 reads right in files of every target (it takes
+        a Constant for depthwise weights and permutes it, which keeps this form's element order;
+        ir/compat.py). For the rich targets' layers that take a run-time input only (Gather)."""
+        ct = values if isinstance(values, ConstTensor) else ConstTensor(np.ascontiguousarray(values))
+        shape = ct.shape or (1,)
+        last = shape[-1]
+        four = (1, 1, ct.info.num_elements // last, last)
+        c = self.add(LayerType.Constant, name, [], tensors={"input": ConstTensor(
+            ct.data.reshape(four), ct.info.with_shape(four), ct.storage)})
+        return self.add(LayerType.Reshape, f"{name}_shape", [c], D.ReshapeDescriptor(shape))
+
 
 def _per_channel(c: np.ndarray, rank: int, axis: int):
     """c's values per channel if c varies only along `axis` of a rank-`rank` tensor."""

@@ -36,20 +36,8 @@ class FormatLayers:
                                   layout)
         return self.add(LayerType.Pooling2d, name, [x], d, quant=quant)
 
-    # -- embedding lookups and attention (Gather with an axis: 20.08 format; Cast, BatchMatMul: 23.08)
-    def constant_layer(self, values, name: str) -> Port:
-        """A constant as a Constant layer of shape [1, 1, rows, last] and a Reshape to its shape:
-        the one form of Constant that Arm NN 23.08 reads right in files of every target (it takes
-        a Constant for depthwise weights and permutes it, which keeps this form's element order;
-        ir/compat.py). For the rich targets' layers that take a run-time input only (Gather)."""
-        ct = values if isinstance(values, ConstTensor) else ConstTensor(np.ascontiguousarray(values))
-        shape = ct.shape or (1,)
-        last = shape[-1]
-        four = (1, 1, ct.info.num_elements // last, last)
-        c = self.add(LayerType.Constant, name, [], tensors={"input": ConstTensor(
-            ct.data.reshape(four), ct.info.with_shape(four), ct.storage)})
-        return self.add(LayerType.Reshape, f"{name}_shape", [c], D.ReshapeDescriptor(shape))
-
+    # -- embedding lookups and attention (Gather with an axis: 20.08 format; Cast, BatchMatMul: 23.08;
+    # their constant inputs: NetBuilder.constant_layer)
     def gather(self, params: Port, indices: Port, axis: int, name: str) -> Port:
         """numpy.take(params, indices, axis) for run-time Signed32 indices in [0, dim): a Gather
         layer (the 20.08 format on). Arm NN 20.08's CpuRef gathers on axis 0 only, so there
