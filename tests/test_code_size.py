@@ -1,9 +1,11 @@
 """The developers' size limits: a module of armnn_import/ or frontends/ has at most ~400 lines and
 a function at most ~60, outside the generated FlatBuffers bindings. What is over them today is
-listed below, each with why it is left; an entry that is no longer over its limit must go."""
+listed below, each with why it is left; an entry that is no longer over its limit must go (one
+left for work in flight elsewhere, "in flight: ...", is only warned about: a merge may shrink it)."""
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,26 +20,26 @@ GENERATED = "_generated"  # armnn_import/serialize/armnn_schema*_generated.py (s
 
 #: modules over MAX_FILE_LINES, and why they are left so
 LONG_FILES = {
-    "armnn_import/ir/verify.py": "perf work in flight (ir)",
-    "armnn_import/ir/descriptors.py": "perf work in flight (ir)",
-    "armnn_import/ir/shapes.py": "perf work in flight (ir)",
-    "frontends/onnx/convert.py": "perf work in flight (the ONNX loader)",
-    "frontends/tflite/convert.py": "perf work in flight, and its per-op tables move to the registry (contract)",
-    "armnn_import/verify_cmd.py": "its format knowledge moves into the frontend plugins (boundary work)",
-    "armnn_import/cli.py": "the plugin boundary work renames what it calls; split after it lands",
+    "armnn_import/ir/verify.py": "in flight: perf work (ir)",
+    "armnn_import/ir/descriptors.py": "in flight: perf work (ir)",
+    "armnn_import/ir/shapes.py": "in flight: perf work (ir)",
+    "frontends/onnx/convert.py": "in flight: perf work (the ONNX loader)",
+    "frontends/tflite/convert.py": "in flight: perf work, and its per-op tables move to the registry (contract)",
+    "armnn_import/verify_cmd.py": "in flight: its format knowledge moves into the frontend plugins (boundary)",
+    "armnn_import/cli.py": "in flight: the plugin boundary renames what it calls; split after it lands",
     "armnn_import/executor/layers.py": "one numpy function per Arm NN layer, a table a reader scans as one",
-    "frontends/tflite/ops/shape.py": "the split moves registration lines the converter-contract work edits",
-    "frontends/onnx/ops/qlinear.py": "the split moves registration lines the converter-contract work edits",
-    "frontends/tflite/ops/conv.py": "the split moves registration lines the converter-contract work edits",
+    "frontends/tflite/ops/shape.py": "in flight: the split moves registration lines the converter contract edits",
+    "frontends/onnx/ops/qlinear.py": "in flight: the split moves registration lines the converter contract edits",
+    "frontends/tflite/ops/conv.py": "in flight: the split moves registration lines the converter contract edits",
 }
 #: functions over MAX_FUNCTION_LINES ("path::name"), and why they are left so
 LONG_FUNCTIONS = {
     "armnn_import/cli.py::build_parser": "one add_argument per flag: a list, read as one",
-    "armnn_import/cli.py::_convert_one": "the plugin boundary work reshapes it",
-    "armnn_import/verify_cmd.py::verify": "the plugin boundary work reshapes it",
-    "armnn_import/api.py::convert": "the plugin boundary work reshapes it",
+    "armnn_import/cli.py::_convert_one": "in flight: the plugin boundary reshapes it",
+    "armnn_import/verify_cmd.py::verify": "in flight: the plugin boundary reshapes it",
+    "armnn_import/api.py::convert": "in flight: the plugin boundary reshapes it",
     "armnn_import/output.py::write_atomic": "one atomic-write protocol (temp file, fsync, rename, cleanup)",
-    "frontends/tflite/model.py::_load": "perf work in flight (the TFLite loader)",
+    "frontends/tflite/model.py::_load": "in flight: perf work (the TFLite loader)",
 }
 
 
@@ -63,20 +65,26 @@ def measure(root: Path = ROOT) -> tuple[dict[str, int], dict[str, int]]:
     return files, functions
 
 
+def _stale(allowed: dict, over: dict, what: str) -> None:
+    gone = sorted(set(allowed) - set(over))
+    settled = [g for g in gone if not allowed[g].startswith("in flight")]
+    assert not settled, f"{what}: {settled}"
+    if gone:
+        warnings.warn(f"{what}: {gone}")
+
+
 def test_modules_stay_under_the_line_limit():
     files, _ = measure()
     new = {f: n for f, n in files.items() if f not in LONG_FILES}
     assert not new, f"modules over {MAX_FILE_LINES} lines (split them by responsibility): {new}"
-    gone = sorted(set(LONG_FILES) - set(files))
-    assert not gone, f"no longer over {MAX_FILE_LINES} lines: take them off LONG_FILES: {gone}"
+    _stale(LONG_FILES, files, f"no longer over {MAX_FILE_LINES} lines: take them off LONG_FILES")
 
 
 def test_functions_stay_under_the_line_limit():
     _, functions = measure()
     new = {f: n for f, n in functions.items() if f not in LONG_FUNCTIONS}
     assert not new, f"functions over {MAX_FUNCTION_LINES} lines (split them): {new}"
-    gone = sorted(set(LONG_FUNCTIONS) - set(functions))
-    assert not gone, f"no longer over {MAX_FUNCTION_LINES} lines: take them off LONG_FUNCTIONS: {gone}"
+    _stale(LONG_FUNCTIONS, functions, f"no longer over {MAX_FUNCTION_LINES} lines: take them off LONG_FUNCTIONS")
 
 
 def test_the_check_sees_a_long_module_and_function_but_not_generated_code(tmp_path):
