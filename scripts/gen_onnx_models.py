@@ -483,6 +483,66 @@ def generate_recurrent(name, out_dir, seed):
 
 MODELS.update({k: None for k in RECURRENT})  # made by generate_recurrent
 
+
+# ---------------------------------------------------------------- operators of early opsets
+
+class LegacyOps(nn.Module):
+    """At opset 8: hardtanh as Clip-6 (min/max attributes), nearest Upsample-7 (a scales
+    attribute), global pooling (made GlobalLpPool p=2 after export: torch has none), a Linear
+    (Gemm), and Softmax-1 (its 2-D coercion of the input)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, 2, 1), nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = F.interpolate(F.hardtanh(self.c1(x), -0.5, 1.0), size=(32, 32), mode="nearest")  # (x2: opset 8 takes a fixed size)
+        z = self.fc(torch.flatten(F.adaptive_avg_pool2d(self.c2(y), 1), 1))
+        return F.softmax(z, 1)  # (LogSoftmax-1 needs --target 20.08: a model of its own)
+
+
+class Resize10(nn.Module):
+    """At opset 10: nearest interpolation x2 as Resize-10 (scales input, asymmetric)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return F.interpolate(self.c(x), scale_factor=2, mode="nearest")
+
+
+class LogSoftmax12(nn.Module):
+    """At opset 12: a Linear and LogSoftmax-1 (2-D coercion), which needs --target 20.08."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 6)
+
+    def forward(self, x):
+        return F.log_softmax(self.fc(x) * 2.0, 1)
+
+
+def global_lp_pool(model):
+    """GlobalAveragePool -> GlobalLpPool(p=2): the reference outputs are onnxruntime's, after this."""
+    for n in model.graph.node:
+        if n.op_type == "GlobalAveragePool":
+            n.op_type = "GlobalLpPool"
+            n.attribute.append(onnx.helper.make_attribute("p", 2))
+
+
+# (after the others: a model's seed is its place in MODELS)
+MODELS.update({
+    "legacy_ops_op8": (LegacyOps, (1, 3, 16, 16), 8, "conv, clip, upsample, conv, global Lp pool, linear, softmax",
+                       ["Clip-6 (min/max attributes)", "Upsample-7 nearest x2 (scales attribute)",
+                        "GlobalLpPool p=2", "Softmax-1 (2-D coercion)", "Gemm",
+                        "initializers listed as graph inputs (opset 8's IR version)"]),
+    "resize_op10": (Resize10, (1, 3, 12, 14), 10, "conv, nearest resize x2",
+                    ["Resize-10 nearest (scales input)"]),
+    "log_softmax_op12": (LogSoftmax12, (3, 12), 12, "linear, log-softmax",
+                         ["LogSoftmax-1 (2-D coercion; --target 20.08)", "Gemm", "Mul by a scalar"]),
+})
+
 def strip_initializer_identities(model):
     """TrainingMode.PRESERVE (needed to keep BatchNormalization unfused) wraps some
     parameters in Identity nodes; point their consumers at the initializer instead."""
@@ -504,6 +564,10 @@ def make_asymmetric(model):
             for a in n.attribute:
                 if a.name == "coordinate_transformation_mode":
                     a.s = b"asymmetric"
+
+
+#: graph edits made after the export is checked against torch
+PATCHES = {"deeplab_aspp": make_asymmetric, "legacy_ops_op8": global_lp_pool}  # after the torch check
 
 
 def ort_session(path_or_bytes):
@@ -537,8 +601,8 @@ def generate(name, out_dir, seed):
     expected = [e.numpy() for e in (expected if isinstance(expected, tuple) else (expected,))]
     for got, want in zip(ort_session(proto.SerializeToString()).run(None, {"input": x}), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
-    if name == "deeplab_aspp":
-        make_asymmetric(proto)
+    if name in PATCHES:
+        PATCHES[name](proto)
     proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
     onnx.checker.check_model(proto, full_check=True)
     path = out_dir / f"{name}.onnx"
@@ -546,10 +610,11 @@ def generate(name, out_dir, seed):
     outputs = ort_session(str(path)).run(None, {"input": x})
     arrays = {"input_0": x} | {f"output_{i}": o for i, o in enumerate(outputs)}
     save_npz(out_dir / f"{name}.npz", arrays)
+    inits = {t.name for t in proto.graph.initializer}  # (graph inputs too before IR version 4)
     return {
         "name": name, "file": path.name, "data": f"{name}.npz", "architecture": arch, "exercises": exercises,
         "opset": opset, "seed": seed,
-        "inputs": [value_info(v) for v in proto.graph.input],
+        "inputs": [value_info(v) for v in proto.graph.input if v.name not in inits],
         "outputs": [value_info(v) for v in proto.graph.output],
         "op_types": sorted({n.op_type for n in proto.graph.node}),
         "size_bytes": path.stat().st_size,
@@ -576,7 +641,9 @@ def main():
               f"ops {' '.join(e['op_types'])}")
     manifest = {"generator": "scripts/gen_onnx_models.py", "torch": torch.__version__.split("+")[0],
                 "onnxruntime": ort.__version__,
-                "models": [entries[n] for n in MODELS if n in entries]}
+                # (in the manifest's order, new ones last; --only keeps the entries other
+                # generators wrote, gen_attention_models.py's)
+                "models": list(entries.values())}
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 

@@ -3,7 +3,9 @@
 Three float reference models of test_models/onnx/ (static shapes), and
 mobilenetv2_like (built here in torch.nn: MobileNetV2's full depth, all seven
 stages of inverted residuals, at width 0.35; only its float model's input and
-output are kept, in test_models/onnx_quant/float/), are quantized with
+output are kept, in test_models/onnx_quant/float/), and qops_mix (built here too: one each
+of the operators onnxruntime quantizes on their own, Relu and Clip kept as operators in QDQ)
+are quantized with
 onnxruntime.quantization.quantize_static, calibrated on seeded random inputs,
 in four variants:
 
@@ -35,8 +37,11 @@ from reference_io import save_npz, onnx_value_info as value_info  # noqa: E402 -
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "test_models" / "onnx"
 OUT = ROOT / "test_models" / "onnx_quant"
-MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small", "mobilenetv2_like")
-BUILT_HERE = {"mobilenetv2_like"}  # float model built here (torch), in test_models/onnx_quant/float/
+MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small", "mobilenetv2_like", "qops_mix")
+BUILT_HERE = {"mobilenetv2_like", "qops_mix"}  # float model built here (torch), in test_models/onnx_quant/float/
+#: quantize_static options of one model: qops_mix keeps its Relu and Clip as operators of their own
+#: (in QDQ, onnxruntime otherwise folds an activation into the quantization range before it)
+EXTRA = {"qops_mix": {"extra_options": {"QDQKeepRemovableActivations": True}}}
 VARIANTS = {
     "qdq_u8": dict(quant_format=QuantFormat.QDQ, activation_type=QuantType.QUInt8,
                    weight_type=QuantType.QUInt8, per_channel=False),
@@ -86,10 +91,8 @@ def build_mobilenetv2_like(out_dir: Path, tmp: Path, seed: int) -> dict:
     convolution of 384 channels (torchvision: 1280) and 10 classes to stay small; seeded
     random weights and BatchNorm statistics (folded by quant_pre_process), exported in
     eval mode into `tmp`. Keeps its seeded input and float output in out_dir/mobilenetv2_like.npz."""
-    import io
-
     import torch
-    from gen_onnx_models import InvertedResidual, conv_bn, randomize, strip_initializer_identities
+    from gen_onnx_models import InvertedResidual, conv_bn, randomize
     from torch import nn
 
     def divisible(v, d=8):  # torchvision's _make_divisible
@@ -118,7 +121,17 @@ def build_mobilenetv2_like(out_dir: Path, tmp: Path, seed: int) -> dict:
 
     torch.manual_seed(seed)
     model = randomize(MobileNetV2Like(), seed)
-    shape = (1, 3, 80, 80)  # 3x3 before the average pool
+    return export_float(model, (1, 3, 80, 80), "mobilenetv2_like", out_dir, tmp, seed)  # 3x3 before the pool
+
+
+def export_float(model, shape, name: str, out_dir: Path, tmp: Path, seed: int) -> dict:
+    """Export a float torch model built here (opset 13) into `tmp`, check onnxruntime against
+    torch, and keep its seeded input and float output in out_dir/<name>.npz."""
+    import io
+
+    import torch
+    from gen_onnx_models import strip_initializer_identities
+
     buf = io.BytesIO()
     torch.onnx.export(model, (torch.zeros(shape),), buf, dynamo=False, opset_version=13,
                       do_constant_folding=True, input_names=["input"], output_names=["output"])
@@ -130,11 +143,34 @@ def build_mobilenetv2_like(out_dir: Path, tmp: Path, seed: int) -> dict:
     with torch.no_grad():
         expected = model(torch.from_numpy(x)).numpy()
     out_dir.mkdir(parents=True, exist_ok=True)
-    onnx.save(proto, tmp / "mobilenetv2_like.onnx")
-    got = ort_session(tmp / "mobilenetv2_like.onnx").run(None, {"input": x})[0]
+    onnx.save(proto, tmp / f"{name}.onnx")
+    got = ort_session(tmp / f"{name}.onnx").run(None, {"input": x})[0]
     np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-4)
-    save_npz(out_dir / "mobilenetv2_like.npz", {"input_0": x, "output_0": got})
-    return {"file": "mobilenetv2_like.onnx", "data": "mobilenetv2_like.npz", "model_dir": tmp}
+    save_npz(out_dir / f"{name}.npz", {"input_0": x, "output_0": got})
+    return {"file": f"{name}.onnx", "data": f"{name}.npz", "model_dir": tmp}
+
+
+def build_qops_mix(out_dir: Path, tmp: Path, seed: int) -> dict:
+    """A small network of the operators onnxruntime quantizes one by one (QDQ around each, or
+    its QLinear* / com.microsoft QLinear* operator): Conv, Relu, AveragePool, Sigmoid,
+    LeakyRelu, Mul of two activations, Clip, and MatMul by a constant."""
+    import torch
+    from gen_onnx_models import randomize
+    from torch import nn
+
+    class QOpsMix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.w = nn.Parameter(torch.randn(36, 8) * 0.3)
+
+        def forward(self, x):
+            a = nn.functional.avg_pool2d(torch.relu(self.conv(x)), 2)
+            m = torch.clamp(torch.sigmoid(a) * nn.functional.leaky_relu(a, 0.1), -0.5, 0.5)
+            return torch.matmul(m.flatten(2), self.w)
+
+    torch.manual_seed(seed)
+    return export_float(randomize(QOpsMix(), seed), (1, 3, 12, 12), "qops_mix", out_dir, tmp, seed)
 
 
 def generate(name, variant, out_dir, seed, built=None):
@@ -145,7 +181,7 @@ def generate(name, variant, out_dir, seed, built=None):
         src_dir = SRC
     qname = f"{name}_{variant}"
     path = out_dir / f"{qname}.onnx"
-    quantize(src_dir / src_entry["file"], path, seed, **VARIANTS[variant])
+    quantize(src_dir / src_entry["file"], path, seed, **VARIANTS[variant], **EXTRA.get(name, {}))
     proto = onnx.load(path)
     onnx.checker.check_model(proto)
     x = np.load((out_dir / "float" if name in BUILT_HERE else src_dir) / src_entry["data"])["input_0"]
@@ -181,7 +217,8 @@ def main():
         if args.only and name not in args.only:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            built = build_mobilenetv2_like(args.out / "float", Path(tmp), seed) if name in BUILT_HERE else None
+            build = {"mobilenetv2_like": build_mobilenetv2_like, "qops_mix": build_qops_mix}.get(name)
+            built = build(args.out / "float", Path(tmp), seed) if build else None
             for variant in VARIANTS:
                 start = time.perf_counter()
                 e = generate(name, variant, args.out, seed, built)

@@ -270,6 +270,13 @@ binary("maximum", lambda x, y: tf.maximum(x, y), (1, 7, 9, 5))
 binary("minimum", lambda x, y: tf.minimum(x, y), (1, 7, 9, 1))
 
 
+# float only: the converter refuses their quantized forms (Arm NN has no exact lowering of them)
+case("squared_difference", ["SQUARED_DIFFERENCE"], [X((1, 7, 9, 5)), X((1, 1, 9, 5), "normal", "y")],
+     variants=("float32",))(lambda r, q: lambda x, y: tf.math.squared_difference(x, y))
+case("floor_div", ["FLOOR_DIV"], [X((1, 7, 9, 5), ("normal", 4.0)), X((1, 7, 1, 5), ("uniform", 0.5, 2.0), "y")],
+     variants=("float32",))(lambda r, q: lambda x, y: tf.math.floordiv(x, y))
+
+
 @case("add_const", ["ADD"], [X((1, 7, 9, 5))], note="second operand is a constant")
 def _(r, q):
     c = q.w(W(r, 9, 5))
@@ -427,6 +434,19 @@ def _(r, q):
     return lambda x: tf.gather(x, [[4, 0, 8], [2, 2, 7]], axis=2)
 
 
+@case("gather_scattered", ["GATHER"], [X((1, 3, 40, 4))],
+      note="axis 2, 80 scattered constant indices: more runs than StridedSlices take (a 0/1 selection "
+           "matrix; a Gather layer from --target 20.08)")
+def _(r, q):
+    idx = r.integers(0, 40, 80).tolist()  # (about 40 runs: any two indices make one)
+    return lambda x: tf.gather(x, idx, axis=2)
+
+
+@case("broadcast_to", ["BROADCAST_TO"], [X((1, 1, 9, 5))])
+def _(r, q):
+    return lambda x: tf.broadcast_to(x, [2, 7, 9, 5])
+
+
 @case("depth_to_space", ["DEPTH_TO_SPACE"], [X((1, 3, 4, 12))])
 def _(r, q):
     return lambda x: tf.nn.depth_to_space(x, 2)
@@ -566,6 +586,18 @@ case("expand_dims", ["EXPAND_DIMS"], [X((1, 7, 9, 5))],
     lambda r, q: lambda x: tf.expand_dims(x, 2))
 
 
+def patch_zeros_like(m):
+    from tensorflow.lite.python import schema_py_generated as fb
+    for op in _set_code(m, BuiltinOperator.ABS, BuiltinOperator.ZEROS_LIKE):
+        op.builtinOptionsType, op.builtinOptions = fb.BuiltinOptions.ZerosLikeOptions, fb.ZerosLikeOptionsT()
+
+
+case("zeros_like", ["ZEROS_LIKE"], [X((1, 7, 9, 5)), X((1, 7, 9, 5), "normal", "y")], variants=("float32",),
+     patch=patch_zeros_like, check=check_against(lambda c, x, y: [y]),
+     note="zeros_like(x) + y: the converter folds ZEROS_LIKE of a static shape away, so an ABS is relabelled")(
+    lambda r, q: lambda x, y: tf.math.abs(x) + y)
+
+
 @case("conv_fc", ["CONV_2D", "MEAN", "FULLY_CONNECTED"], [X((1, 12, 10, 8))],
       variants=("float32", "int8", "uint8io", "int8floatio", "dynamic", "fp16w", "uint8"),
       note="conv 3x3 8->32 + relu, spatial mean, FC 32->40; weights >= 1024 elements so that "
@@ -607,7 +639,8 @@ def _(r, q):
 # (concatenation_channels keeps per-input ranges: CONCATENATION rescales uint8 inputs itself.)
 SAME_RANGE = {"reshape", "transpose", "transpose_3d", "concatenation", "pack",
               "unpack", "split", "split_v", "strided_slice", "strided_slice_masks", "slice", "pad", "padv2",
-              "mirror_pad_reflect", "mirror_pad_symmetric", "tile", "gather", "gather_axis2",
+              "mirror_pad_reflect", "mirror_pad_symmetric", "tile", "gather", "gather_axis2", "gather_scattered",
+              "broadcast_to",
               "depth_to_space", "space_to_depth", "space_to_batch_nd", "batch_to_space_nd", "squeeze",
               "expand_dims", "reduce_max", "reduce_min", "max_pool_2d", "max_pool_2d_valid",
               "resize_nearest_neighbor", "resize_nearest_neighbor_align_corners",
@@ -643,6 +676,19 @@ case("reverse_v2", ["REVERSE_V2"], [X((1, 7, 9, 5))], note="needs --target 23.08
     lambda r, q: lambda x: tf.reverse(x, axis=[1, 2]))  # (LiteRT: contiguous axes only)
 case("ceil", ["CEIL"], [X((1, 7, 9, 5), ("normal", 3.0))], variants=("float32",))(
     lambda r, q: lambda x: tf.math.ceil(x))
+
+
+# ----------------------------------------------------------------------------- richer formats
+# Layers the 19.02 format lacks (tests/test_attention_models.py runs them on Arm NN): ARG_MIN is
+# an ArgMinMax (--target 20.08), CONV_3D a Convolution3d (--target 23.08).
+case("arg_min", ["ARG_MIN"], [X((1, 7, 9, 5))], variants=("float32",), note="needs --target 20.08")(
+    lambda r, q: lambda x: tf.math.argmin(x, axis=2, output_type=tf.int32))
+
+
+@case("conv_3d", ["CONV_3D"], [X((1, 5, 6, 7, 3))], variants=("float32",), note="needs --target 23.08")
+def _(r, q):
+    w, b = q.w(W(r, 2, 3, 3, 3, 4)), C(W(r, 4))
+    return lambda x: tf.nn.conv3d(x, w, [1, 1, 2, 1, 1], "VALID") + b
 
 
 # ----------------------------------------------------------------------------- sparse weights

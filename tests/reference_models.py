@@ -24,6 +24,8 @@ NOT_CONVERTING_YET = {
     "onnx/embedding_transformer.onnx", "onnx/argmax_classifier.onnx",
     "tflite/models/embedding_keras.float32.tflite", "tflite/models/batch_matmul.float32.tflite",
     "tflite/models/argmax_head.float32.tflite", "tflite/models/cast_roundtrip.float32.tflite",
+    "tflite/ops/arg_min.float32.tflite", "onnx/log_softmax_op12.onnx",  # (ArgMinMax, LogSoftmax: 20.08)
+    "tflite/ops/conv_3d.float32.tflite",  # (Convolution3d: 23.08)
 }
 # Operators of the 23.08 format only (LogicalBinary, LogicalNot, ReverseV2): refused by the default
 # target, converted by --target 23.08 (tests/test_targets.py runs them on Arm NN 23.08)

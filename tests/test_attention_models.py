@@ -34,6 +34,9 @@ CASES = [
     ("tflite/models/argmax_head.float32.tflite", "20.08", ("20.08", "23.08"), T.ArgMinMax),
     ("tflite/models/batch_matmul.float32.tflite", "23.08", ("23.08",), T.BatchMatMul),
     ("tflite/models/cast_roundtrip.float32.tflite", "23.08", ("23.08",), T.Cast),
+    ("tflite/ops/arg_min.float32.tflite", "20.08", ("20.08", "23.08"), T.ArgMinMax),
+    ("onnx/log_softmax_op12.onnx", "20.08", ("20.08", "23.08"), T.LogSoftmax),
+    ("tflite/ops/conv_3d.float32.tflite", "23.08", ("23.08",), T.Convolution3d),
 ]
 RUNS = [pytest.param(m, t, r, lt, id=f"{m.split('/')[-1]}-target{t}-on{r}") for m, t, rs, lt in CASES for r in rs]
 

@@ -23,34 +23,10 @@ ALWAYS = {"Input", "Output"}
 #: are refused before the converter runs: an opset past the entry, a non-constant input, a
 #: sequence input); each wants a model in test_models/ (tests/tflite/tfl_builder.py for TFLite)
 NOT_YET_RUN = {
-    "tflite ARG_MIN 1-3",  # (ARG_MAX is run by argmax_head; no model has an ARG_MIN yet)
-    "tflite CONV_3D 1-1",  # (tests/tflite/test_tflite_conv3d.py builds its models in the test)
-    "onnx AveragePool (quantized) 1+",
-    "onnx Clip (quantized) 1+",
-    "onnx Clip 6-10",
-    "onnx GlobalLpPool 2+",
-    "onnx LeakyRelu (quantized) 1+",
-    "onnx LogSoftmax 1-12",
-    "onnx MatMul (quantized) 1+",
-    "onnx Mul (quantized) 1+",
-    "onnx QLinearAveragePool 1+",
-    "onnx QLinearLeakyRelu 1+",
-    "onnx QLinearMatMul 10+",
-    "onnx QLinearMul 1+",
-    "onnx QLinearSigmoid 1+",
-    "onnx Relu (quantized) 1+",
-    "onnx Resize 10-10",
-    "onnx Sigmoid (quantized) 1+",
-    "onnx Softmax 1-12",
-    "onnx Upsample 7-8",
     "tflite BIDIRECTIONAL_SEQUENCE_LSTM 1-3",
-    "tflite BROADCAST_TO 1-3",
     "tflite DENSIFY 1-1",
-    "tflite FLOOR_DIV 1-3",
     "tflite SHAPE 1-1",
-    "tflite SQUARED_DIFFERENCE 1-2",
     "tflite UNIDIRECTIONAL_SEQUENCE_RNN 1-3",
-    "tflite ZEROS_LIKE 1-1",
 }
 
 

@@ -17,27 +17,15 @@ from ..ir.graph import Graph, Port
 from ..ir.types import ActivationFunction as AF
 from ..ir.types import ConstTensor, DataLayout, DataType, LayerType
 from ..report import Report
-
-FLT_MAX = float(np.finfo(np.float32).max)
-
-
-class Unsupported(Exception):
-    """Raised by a converter when a node has no exact lowering; collected by
-    the frontend into an UnsupportedModelError (never escapes the library)."""
-
-    def __init__(self, reason: str, hint: str = ""):
-        super().__init__(reason)
-        self.reason, self.hint = reason, hint
+from .conv_layers import ConvolutionLayers
+from .core import FLT_MAX, Unsupported, inverse_perm  # noqa: F401  (public here, where callers import them)
+from .format_layers import FormatLayers
 
 
-def inverse_perm(perm) -> tuple[int, ...]:
-    inv = [0] * len(perm)
-    for i, p in enumerate(perm):
-        inv[p] = i
-    return tuple(inv)
+class NetBuilder(ConvolutionLayers, FormatLayers):
+    """The layers of the IR as methods on Ports; convolutions and the richer formats' layers
+    are in the base classes (conv_layers.py, format_layers.py)."""
 
-
-class NetBuilder:
     def __init__(self, graph: Graph | None = None, report: Report | None = None):
         self.g = graph if graph is not None else Graph()
         self.report = report if report is not None else Report()
@@ -341,178 +329,6 @@ class NetBuilder:
         self.report.decomposition("softmax", "Permute the axis last, Softmax, Permute back")
         return self.permute(y, perm, f"{name}_back")
 
-    # -- matrix and convolution ---------------------------------------------
-    def fully_connected(self, x: Port, weights, bias, name: str, quant=None) -> Port:
-        """y = x2d @ weights.T + bias, weights [O, I]; x is flattened to [x.shape[0], I]."""
-        w = weights if isinstance(weights, ConstTensor) else ConstTensor(np.asarray(weights, np.float32))
-        b = None if bias is None else bias if isinstance(bias, ConstTensor) else \
-            ConstTensor(np.asarray(bias, np.float32))
-        return self.add(LayerType.FullyConnected, name, [x], D.FullyConnectedDescriptor(b is not None, True),
-                        tensors={"weights": w, "biases": b}, quant=quant)
-
-    def conv2d(self, x: Port, w_oihw, bias, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
-               dilations=(1, 1), groups: int = 1, layout: DataLayout = DataLayout.NCHW,
-               quant=None, weight_info=None) -> Port:
-        """2-D convolution with weights in OIHW order (numpy float32, or uint8
-        with `weight_info` for quantized weights); bias float32 (or a Signed32
-        ConstTensor). pads = (top, left, bottom, right).
-
-        Arm NN reads the descriptor slots of biasEnabled/dataLayout in this
-        schema as dilations, so the convolution itself is always NCHW without
-        bias: an NHWC input is permuted around it (the layout pass cancels
-        these Permutes) and the bias is a following BatchNormalization.
-        From the 20.08 format on, the layer itself has them (conv2d_direct)."""
-        if self.g.target.at_least("20.08"):
-            return self.conv2d_direct(x, w_oihw, bias, name, strides=strides, pads=pads, dilations=dilations,
-                                      groups=groups, layout=layout, quant=quant, weight_info=weight_info)
-        if layout == DataLayout.NHWC:
-            y = self.permute(x, (0, 3, 1, 2), f"{name}_to_nchw")
-            y = self.conv2d(y, w_oihw, bias, name, strides=strides, pads=pads, dilations=dilations,
-                            groups=groups, quant=quant, weight_info=weight_info)
-            return self.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
-        w = np.asarray(w_oihw)
-        # a kernel axis of size 1 reads one tap whatever its dilation
-        dilations = tuple(1 if k == 1 else int(d) for k, d in zip(w.shape[2:], dilations))
-        if dilations != (1, 1):
-            y = self._dilated_conv(x, w, name, strides, pads, dilations, groups, quant, weight_info)
-        else:
-            y = self._conv_nchw(x, w, name, strides, pads, groups, quant, weight_info)
-        if bias is None:
-            return y
-        if isinstance(bias, ConstTensor):
-            bias = bias.data.astype(np.float64) * bias.info.scale if bias.info.dtype == DataType.Signed32 \
-                else bias.data
-        # float: the shifts_to_additions pass makes this an Addition (CpuRef runs it faster)
-        self.report.decomposition("convolution bias", "a BatchNormalization (mean 0, variance 1, gamma 1) "
-                                  "after the convolution")
-        return self.batchnorm(y, np.ones(w.shape[0]), np.asarray(bias, np.float32), 1, f"{name}_bias", quant=quant)
-
-    def conv2d_direct(self, x: Port, w_oihw, bias, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
-                      dilations=(1, 1), groups: int = 1, layout: DataLayout = DataLayout.NCHW,
-                      quant=None, weight_info=None) -> Port:
-        """conv2d as one layer with its bias, dilation and layout (the 20.08 format on).
-        Weights: OIHW for NCHW and OHWI for NHWC; depthwise [M, C, kH, kW] in both
-        (20.08's layout, which 23.08 reads with weightsLayoutScheme 0). A quantized
-        convolution's bias is Signed32 at input scale x weight scale, as Arm NN wants."""
-        w = np.asarray(w_oihw)
-        cax = 3 if layout == DataLayout.NHWC else 1
-        cin, cout = x.info.shape[cax], w.shape[0]
-        dilations = tuple(1 if k == 1 else int(d) for k, d in zip(w.shape[2:], dilations))
-        if groups not in (1, cin) or (groups == cin and w.shape[1] != 1):
-            self.report.decomposition("grouped convolution", "StridedSlice per group, Convolution2d, Merger")
-            gi, go = cin // groups, cout // groups
-            b = None if bias is None else self._bias_values(bias)
-            outs = [self.conv2d_direct(self.take(x, cax, k * gi, (k + 1) * gi, f"{name}_in{k}"),
-                                       w[k * go:(k + 1) * go], None if b is None else b[k * go:(k + 1) * go],
-                                       f"{name}_g{k}", strides=strides, pads=pads, dilations=dilations,
-                                       layout=layout, quant=quant, weight_info=weight_info)
-                    for k in range(groups)]
-            return self.concat(outs, cax, name, quant=quant)
-        desc = dict(pad_left=pads[1], pad_right=pads[3], pad_top=pads[0], pad_bottom=pads[2],
-                    stride_x=strides[1], stride_y=strides[0], dilation_x=dilations[1], dilation_y=dilations[0],
-                    bias_enabled=bias is not None, data_layout=layout)
-        if groups == 1:
-            ltype, D_ = LayerType.Convolution2d, D.Convolution2dDescriptor
-            arr = w if layout == DataLayout.NCHW else w.transpose(0, 2, 3, 1)
-        else:  # output channel c*M + m -> weights [M, C, kH, kW]
-            ltype, D_ = LayerType.DepthwiseConvolution2d, D.DepthwiseConvolution2dDescriptor
-            arr = w.reshape(cin, cout // cin, *w.shape[2:]).transpose(1, 0, 2, 3)
-        tensors = {"weights": ConstTensor(np.asarray(arr, np.float32)) if weight_info is None
-                   else ConstTensor(np.asarray(arr), weight_info.with_shape(arr.shape))}
-        if bias is not None:
-            tensors["biases"] = self._conv_bias(bias, x, weight_info)
-        return self.add(ltype, name, [x], D_(**desc), tensors=tensors, quant=quant)
-
-    @staticmethod
-    def _bias_values(bias) -> np.ndarray:
-        if isinstance(bias, ConstTensor):
-            return bias.data.astype(np.float64) * bias.info.scale if bias.info.dtype == DataType.Signed32 \
-                else bias.data
-        return np.asarray(bias, np.float32).reshape(-1)
-
-    def _conv_bias(self, bias, x: Port, weight_info) -> ConstTensor:
-        if weight_info is None:
-            return ConstTensor(np.asarray(self._bias_values(bias), np.float32).reshape(-1))
-        scale = float(np.float32(x.info.scale) * np.float32(weight_info.scale))
-        if isinstance(bias, ConstTensor) and bias.info.dtype == DataType.Signed32 \
-                and np.float32(bias.info.scale) == np.float32(scale):
-            return bias
-        from .quant import bias_int32
-        return bias_int32(np.asarray(self._bias_values(bias), np.float64), scale)
-
-    def _conv_nchw(self, x, w, name, strides, pads, groups, quant, weight_info) -> Port:
-        cin, cout = x.info.shape[1], w.shape[0]
-        desc = dict(pad_left=pads[1], pad_right=pads[3], pad_top=pads[0], pad_bottom=pads[2],
-                    stride_x=strides[1], stride_y=strides[0])
-
-        def tensor(arr):
-            # no copy here: a transposed view is copied once, by the writer (see ConstTensor)
-            if weight_info is None:
-                return ConstTensor(np.asarray(arr, np.float32))
-            return ConstTensor(np.asarray(arr), weight_info.with_shape(arr.shape))
-
-        if groups == 1:
-            return self.add(LayerType.Convolution2d, name, [x], D.Convolution2dDescriptor(**desc),
-                            tensors={"weights": tensor(w)}, quant=quant)
-        if groups == cin and cout % cin == 0 and w.shape[1] == 1:
-            m = cout // cin  # output channel c*M + m -> weights [M, C, kH, kW]
-            arr = w.reshape(cin, m, *w.shape[2:]).transpose(1, 0, 2, 3)
-            return self.add(LayerType.DepthwiseConvolution2d, name, [x],
-                            D.DepthwiseConvolution2dDescriptor(**desc), tensors={"weights": tensor(arr)}, quant=quant)
-        # general groups: one convolution per group, joined on the channel axis
-        self.report.decomposition("grouped convolution", "StridedSlice per group, Convolution2d, Merger")
-        gi, go = cin // groups, cout // groups
-        outs = [self._conv_nchw(self.take(x, 1, k * gi, (k + 1) * gi, f"{name}_in{k}"), w[k * go:(k + 1) * go],
-                                f"{name}_g{k}", strides, pads, 1, quant, weight_info) for k in range(groups)]
-        return self.concat(outs, 1, name, quant=quant)
-
-    def _dilated_conv(self, x, w, name, strides, pads, dilations, groups, quant, weight_info):
-        """SpaceToBatchNd -> convolution -> BatchToSpaceNd (as TensorFlow does);
-        a stride is applied afterwards by a StridedSlice, which is exact."""
-        self.report.decomposition("dilated convolution", "SpaceToBatchNd, convolution, BatchToSpaceNd")
-        dy, dx = dilations
-        h, wd = x.info.shape[2], x.info.shape[3]
-        kh, kw = w.shape[2], w.shape[3]
-        pt, pl, pb, pr = pads
-        if (h + pt + pb - dy * (kh - 1)) <= 0 or (wd + pl + pr - dx * (kw - 1)) <= 0:
-            raise Unsupported("dilated kernel larger than the padded input")
-        eh, ew = (-(h + pt + pb)) % dy, (-(wd + pl + pr)) % dx
-        layout = DataLayout.NCHW
-        s2b = self.add(LayerType.SpaceToBatchNd, f"{name}_s2b", [x],
-                       D.SpaceToBatchNdDescriptor((dy, dx), (pt, pb + eh, pl, pr + ew), layout))
-        y = self._conv_nchw(s2b, w, f"{name}_conv", (1, 1), (0, 0, 0, 0), groups, quant, weight_info)
-        y = self.add(LayerType.BatchToSpaceNd, f"{name}_b2s", [y],
-                     D.BatchToSpaceNdDescriptor((dy, dx), (0, eh, 0, ew), layout))
-        if tuple(strides) != (1, 1):
-            y = self.slice(y, [None] * 4, [None] * 4, [1, 1, strides[0], strides[1]], f"{name}_stride")
-        return y
-
-    # -- layers of the richer formats (callers check self.target first) ------------
-    def arg_min_max(self, x: Port, axis: int, function, name: str) -> Port:
-        """The index (Signed32) of the first smallest or largest value along `axis`."""
-        return self.add(LayerType.ArgMinMax, name, [x], D.ArgMinMaxDescriptor(function, axis % x.info.rank))
-
-    def log_softmax(self, x: Port, axis: int, name: str, beta: float = 1.0) -> Port:
-        return self.add(LayerType.LogSoftmax, name, [x], D.LogSoftmaxDescriptor(beta, axis % x.info.rank))
-
-    def unary(self, x: Port, op, name: str, quant=None) -> Port:
-        return self.add(LayerType.ElementwiseUnary, name, [x], D.ElementwiseUnaryDescriptor(op), quant=quant)
-
-    def compare(self, op, a: Port, b: Port, name: str) -> Port:
-        a, b = self._equal_rank(a, b, name)
-        return self.add(LayerType.Comparison, name, [a, b], D.ComparisonDescriptor(op))
-
-    def pool2d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
-               layout: DataLayout = DataLayout.NCHW, ceil: bool = False, exclude_pad: bool = True,
-               quant=None) -> Port:
-        """pads = (top, left, bottom, right); exclude_pad: padding not counted in averages."""
-        d = D.Pooling2dDescriptor(algo, pads[1], pads[3], pads[0], pads[2], kernel[1], kernel[0],
-                                  strides[1], strides[0],
-                                  D.OutputShapeRounding.Ceiling if ceil else D.OutputShapeRounding.Floor,
-                                  D.PaddingMethod.Exclude if exclude_pad else D.PaddingMethod.IgnoreValue,
-                                  layout)
-        return self.add(LayerType.Pooling2d, name, [x], d, quant=quant)
-
     # -- embedding lookups and attention (Gather with an axis: 20.08 format; Cast, BatchMatMul: 23.08)
     def constant_layer(self, values, name: str) -> Port:
         """A constant as a Constant layer of shape [1, 1, rows, last] and a Reshape to its shape:
@@ -530,102 +346,6 @@ class NetBuilder:
             ct.data.reshape(four), ct.info.with_shape(four), ct.storage)})
         return self.add(LayerType.Reshape, f"{name}_shape", [c], D.ReshapeDescriptor(shape))
 
-    def gather(self, params: Port, indices: Port, axis: int, name: str) -> Port:
-        """numpy.take(params, indices, axis) for run-time Signed32 indices in [0, dim): a Gather
-        layer (the 20.08 format on). Arm NN 20.08's CpuRef gathers on axis 0 only, so there
-        another axis is permuted to the front and back (exact)."""
-        rank = params.info.rank
-        axis %= rank
-        if axis and not self.target.at_least("23.08"):
-            front = self.permute(params, (axis,) + tuple(a for a in range(rank) if a != axis), f"{name}_front")
-            y = self.add(LayerType.Gather, name, [front, indices], D.GatherDescriptor(0))
-            ni = indices.info.rank
-            back = tuple(range(ni, ni + axis)) + tuple(range(ni)) + tuple(range(ni + axis, y.info.rank))
-            self.report.decomposition("Gather", "Arm NN 20.08 gathers on axis 0: Permute, Gather, Permute")
-            return self.permute(y, back, f"{name}_back")
-        return self.add(LayerType.Gather, name, [params, indices], D.GatherDescriptor(axis))
-
-    def cast(self, x: Port, dtype: DataType, name: str) -> Port:
-        """x converted to `dtype` (Cast layer, the 23.08 format): float -> int truncates,
-        int -> float rounds to nearest, float32 <-> float16 rounds to nearest."""
-        if x.info.dtype == dtype:
-            return x
-        from ..ir.types import TensorInfo
-        return self.add(LayerType.Cast, name, [x], outputs=[TensorInfo(x.info.shape, dtype)])
-
-    def batch_matmul(self, a: Port, b: Port, name: str, *, transpose_a: bool = False,
-                     transpose_b: bool = False, quant=None) -> Port:
-        """a @ b over the last two axes (either transposed first), batch axes broadcast
-        (BatchMatMul layer, the 23.08 format); ranks are equalized with leading 1s."""
-        a, b = self._equal_rank(a, b, name)
-        return self.add(LayerType.BatchMatMul, name, [a, b], D.BatchMatMulDescriptor(transpose_a, transpose_b),
-                        quant=quant)
-
-
-    # -- structural layers of the 20.08 format (callers check self.target first) ---
-    def transpose(self, x: Port, perm, name: str) -> Port:
-        """numpy.transpose(x, perm) as a Transpose layer (dim_mappings = perm)."""
-        perm = tuple(int(p) for p in perm)
-        if perm == tuple(range(len(perm))):
-            return x
-        return self.add(LayerType.Transpose, name, [x], D.TransposeDescriptor(perm))
-
-    def resize(self, x: Port, size, method, name: str, *, layout: DataLayout = DataLayout.NCHW,
-               align_corners: bool = False, half_pixel_centers: bool = False, quant=None) -> Port:
-        """One Resize layer to size = (height, width)."""
-        d = D.ResizeDescriptor(int(size[0]), int(size[1]), method, layout, align_corners, half_pixel_centers)
-        return self.add(LayerType.Resize, name, [x], d, quant=quant)
-
-    def space_to_depth(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
-        """ONNX SpaceToDepth / TFLite SPACE_TO_DEPTH (channel (i * b + j) * C + c) as one layer."""
-        return self.add(LayerType.SpaceToDepth, name, [x], D.SpaceToDepthDescriptor(int(block), layout))
-
-    def instance_norm(self, x: Port, eps: float, name: str, gamma: float = 1.0, beta: float = 0.0,
-                      layout: DataLayout = DataLayout.NCHW) -> Port:
-        """(x - mean) * gamma / sqrt(var + eps) + beta over H and W of each channel (InstanceNorm.cpp)."""
-        d = D.InstanceNormalizationDescriptor(float(gamma), float(beta), float(eps), layout)
-        return self.add(LayerType.InstanceNormalization, name, [x], d)
-
-    def stack(self, xs: list[Port], axis: int, name: str, quant=None) -> Port:
-        """numpy.stack(xs, axis) as one Stack layer (inputs of one shape, at most 4-D)."""
-        shape = xs[0].info.shape
-        d = D.StackDescriptor(int(axis) % (len(shape) + 1), len(xs), shape)
-        return self.add(LayerType.Stack, name, xs, d, quant=quant)
-
-    def depth_to_space(self, x: Port, block: int, name: str, layout: DataLayout = DataLayout.NCHW) -> Port:
-        """ONNX DepthToSpace in DCR mode / TFLite DEPTH_TO_SPACE as one layer."""
-        return self.add(LayerType.DepthToSpace, name, [x], D.DepthToSpaceDescriptor(int(block), layout))
-
-
-    # -- layers of the 23.08 format (callers check self.target first) ------------------
-    def reduce(self, x: Port, axes, keep_dims: bool, op, name: str, quant=None) -> Port:
-        """Sum/Max/Min/Prod/Mean over `axes` (ReduceOperation), in one float accumulation per
-        output element (23.08 Reduce.cpp); the input is 1-D to 4-D."""
-        axes = tuple(sorted({int(a) % x.info.rank for a in axes}))
-        return self.add(LayerType.Reduce, name, [x], D.ReduceDescriptor(keep_dims, axes, op), quant=quant)
-
-    def logical(self, op, a: Port, b: Port, name: str) -> Port:
-        """LogicalAnd / LogicalOr (LogicalBinaryOperation) of two Boolean tensors."""
-        a, b = self._equal_rank(a, b, name)
-        return self.add(LayerType.LogicalBinary, name, [a, b], D.LogicalBinaryDescriptor(op))
-
-    def tile(self, x: Port, multiples, name: str) -> Port:
-        """numpy.tile(x, multiples), one multiple per dimension."""
-        multiples = tuple(int(k) for k in multiples)
-        if all(k == 1 for k in multiples):
-            return x
-        return self.add(LayerType.Tile, name, [x], D.TileDescriptor(multiples))
-
-    def reverse(self, x: Port, axes, name: str) -> Port:
-        """numpy.flip(x, axes): ReverseV2, its axes a Signed32 Constant layer (which Arm NN 23.08
-        reads as it is in files of the 23.08 target, serialize/layouts.py)."""
-        axes = sorted({int(a) % x.info.rank for a in axes})
-        if not axes:
-            return x
-        a = self.add(LayerType.Constant, f"{name}_axes", [],
-                     tensors={"input": ConstTensor(np.asarray(axes, np.int32))})
-        return self.add(LayerType.ReverseV2, name, [x, a])
-
 
 def _per_channel(c: np.ndarray, rank: int, axis: int):
     """c's values per channel if c varies only along `axis` of a rank-`rank` tensor."""
@@ -636,46 +356,6 @@ def _per_channel(c: np.ndarray, rank: int, axis: int):
     if any(n != 1 for i, n in enumerate(full.shape) if i != axis):
         return None
     return full.reshape(-1)
-
-
-def _lstm(self, ltype: LayerType, x: Port, h: Port, c: Port, tensors: dict, desc, name: str):
-    """An Lstm layer (one step; outputs scratch, output state, cell state, output) or a
-    UnidirectionalSequenceLstm (outputs output state, cell state, output sequence): the Layer,
-    whose outputs the caller picks. (Defined here, after the class, to keep its body unchanged.)"""
-    return self.g.add(ltype, name, [x, h, c], desc, tensors=tensors)
-
-
-NetBuilder.lstm = _lstm
-
-
-def _conv3d(self, x: Port, w_oidhw, bias, name: str, *, strides=(1, 1, 1), pads=(0,) * 6, dilations=(1, 1, 1),
-            layout: DataLayout = DataLayout.NCDHW) -> Port:
-    """A dense 3-D convolution (the 23.08 format). w_oidhw [O, I, kD, kH, kW]; strides and dilations
-    (d, h, w); pads (front, top, left, back, bottom, right). The 23.08 layer takes its weights
-    [kD, kH, kW, I, O] and bias as input tensors: made here from x by FullyConnected layers
-    (`constant`: no Constant layer, which 23.08 misreads in files of weightsLayoutScheme 0)."""
-    w = np.ascontiguousarray(np.asarray(w_oidhw, np.float32).transpose(2, 3, 4, 1, 0))
-    ins = [x, self.constant(x, w, f"{name}_weights")]
-    if bias is not None:
-        ins.append(self.constant(x, np.asarray(bias, np.float32).reshape(-1), f"{name}_bias"))
-    d = D.Convolution3dDescriptor(pads[2], pads[5], pads[1], pads[4], pads[0], pads[3],
-                                  strides[2], strides[1], strides[0], dilations[2], dilations[1], dilations[0],
-                                  bias is not None, layout)
-    return self.add(LayerType.Convolution3d, name, ins, d)
-
-
-def _pool3d(self, x: Port, algo, kernel, name: str, *, strides=(1, 1, 1), pads=(0,) * 6,
-            layout: DataLayout = DataLayout.NCDHW, ceil: bool = False, exclude_pad: bool = True) -> Port:
-    """3-D pooling (the 23.08 format): kernel and strides (d, h, w); pads (front, top, left, back,
-    bottom, right); exclude_pad: padding not counted in averages."""
-    d = D.Pooling3dDescriptor(algo, pads[2], pads[5], pads[1], pads[4], pads[0], pads[3],
-                              kernel[2], kernel[1], kernel[0], strides[2], strides[1], strides[0],
-                              D.OutputShapeRounding.Ceiling if ceil else D.OutputShapeRounding.Floor,
-                              D.PaddingMethod.Exclude if exclude_pad else D.PaddingMethod.IgnoreValue, layout)
-    return self.add(LayerType.Pooling3d, name, [x], d)
-
-
-NetBuilder.conv3d, NetBuilder.pool3d = _conv3d, _pool3d
 
 
 def through_float_exactly(info) -> bool:

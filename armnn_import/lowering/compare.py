@@ -69,24 +69,26 @@ def _direct(nb: NetBuilder, op: ComparisonOperation, a: Port, b: Port, name: str
     return nb.compare(op, a, b, name) if nb.target.at_least("20.08") else None
 
 
-def greater_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
-    """a >= b: Equal(Maximum(b, a), a)."""
-    direct = _direct(nb, ComparisonOperation.GreaterOrEqual, a, b, name)
+def _extreme_equals(nb: NetBuilder, op: ComparisonOperation, extreme: LayerType, a: Port, b: Port,
+                    name: str, what: str) -> Port:
+    """Equal(extreme(b, a), a): a >= b with Maximum, a <= b with Minimum (the NaN argument above)."""
+    direct = _direct(nb, op, a, b, name)
     if direct is not None:
         return direct
-    m = nb.binary(LayerType.Maximum, b, a, f"{name}_max", quant=_quant(a, b))
-    nb.report.decomposition("greater-or-equal", "Equal(Maximum(b, a), a) (NaN-exact with std::max)")
+    short = "max" if extreme == LayerType.Maximum else "min"
+    m = nb.binary(extreme, b, a, f"{name}_{short}", quant=_quant(a, b))
+    nb.report.decomposition(what, f"Equal({extreme.name}(b, a), a) (NaN-exact with std::{short})")
     return nb.binary(LayerType.Equal, m, a, name)
+
+
+def greater_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
+    """a >= b: Equal(Maximum(b, a), a)."""
+    return _extreme_equals(nb, ComparisonOperation.GreaterOrEqual, LayerType.Maximum, a, b, name, "greater-or-equal")
 
 
 def less_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
     """a <= b: Equal(Minimum(b, a), a)."""
-    direct = _direct(nb, ComparisonOperation.LessOrEqual, a, b, name)
-    if direct is not None:
-        return direct
-    m = nb.binary(LayerType.Minimum, b, a, f"{name}_min", quant=_quant(a, b))
-    nb.report.decomposition("less-or-equal", "Equal(Minimum(b, a), a) (NaN-exact with std::min)")
-    return nb.binary(LayerType.Equal, m, a, name)
+    return _extreme_equals(nb, ComparisonOperation.LessOrEqual, LayerType.Minimum, a, b, name, "less-or-equal")
 
 
 def not_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:

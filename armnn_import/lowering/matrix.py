@@ -21,11 +21,13 @@ def fc_last(nb: NetBuilder, x: Port, weights, bias, name: str, *, fc_name: str |
 
 
 def fc_along_axis(nb: NetBuilder, x: Port, axis: int, weights, bias, name: str, *,
-                  back_name: str | None = None) -> Port:
+                  back_name: str | None = None, fc_name: str | None = None, names=("_2d", "_nd"),
+                  quant=None) -> Port:
     """fc_last along `axis`: a Permute brings the axis last ("{name}_last"), the FullyConnected
-    is "{name}_fc", and a Permute (`back_name`, default `name`) puts the axis back."""
+    is `fc_name` (default "{name}_fc"), and a Permute (`back_name`, default `name`) puts the
+    axis back. `names` and `quant` are fc_last's."""
     rank = x.info.rank
     perm = [i for i in range(rank) if i != axis] + [axis]
     xt = nb.permute(x, perm, f"{name}_last")
-    y = fc_last(nb, xt, weights, bias, name, fc_name=f"{name}_fc")
+    y = fc_last(nb, xt, weights, bias, name, fc_name=fc_name or f"{name}_fc", names=names, quant=quant)
     return nb.permute(y, list(inverse_perm(perm)), back_name or name)

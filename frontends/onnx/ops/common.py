@@ -67,23 +67,6 @@ def axes_input(ctx, node, attr_until: int, index: int):
     return None
 
 
-def repeat(ctx, x: Port, axis: int, n: int, name: str) -> Port:
-    """x repeated n times along `axis` (Merger of copies, doubling for large n)."""
-    if n == 1:
-        return x
-    if n <= 8:
-        return ctx.b.concat([x] * n, axis, name)
-    parts, p, k, i = [], x, n, 0
-    while k:
-        if k & 1:
-            parts.append(p)
-        k >>= 1
-        if k:
-            p = ctx.b.concat([p, p], axis, f"{name}_x{2 ** (i + 1)}")
-            i += 1
-    return ctx.b.concat(parts, axis, name)
-
-
 def mean(ctx, x: Port, axes, name: str) -> Port:
     """Mean over `axes`, keeping them as size 1. Arm NN's Mean takes at most
     4-D inputs, so runs of adjacent reduced / kept axes are merged first

@@ -9,10 +9,11 @@ from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.copies import repeat
 from armnn_import.lowering.matrix import fc_last
 
 from ..registry import register
-from .common import binary, broadcast, repeat
+from .common import binary, broadcast
 
 MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch entry up to this many
 
@@ -58,7 +59,7 @@ def _expand_batch(ctx, x: Port, batch, name: str) -> Port:
     x = ctx.b.reshape(x, (1,) * (len(batch) + 2 - len(shape)) + shape, f"{name}_rank")
     for axis, d in enumerate(batch):
         if x.info.shape[axis] != d:
-            x = repeat(ctx, x, axis, d, f"{name}_rep{axis}")
+            x = repeat(ctx.b, x, axis, d, f"{name}_rep{axis}")
     return x
 
 

@@ -258,7 +258,7 @@ def _transposed(src):
     return None if src is None else (src[0].T,) + tuple(src[1:])
 
 
-@register("QLinearMatMul", since=10, layers=("FullyConnected",), check=needs_const(1, 2, 3, 4, 5, 6, 7))
+@register("QLinearMatMul", since=10, layers=("FullyConnected", "Convolution2d", "Reshape"), check=needs_const(1, 2, 3, 4, 5, 6, 7))
 def qlinear_matmul(ctx, node):
     a = _qport(ctx, node, 0, 1, 2)
     b = _const_weights(ctx, node, 3)
@@ -270,7 +270,7 @@ def qlinear_matmul(ctx, node):
     return _matrix(ctx, node, a, real.T, (b.T, bs, bz), None, _params(ctx, node, 6, 7), node.inputs[3])
 
 
-@qdq("MatMul")
+@qdq("MatMul", layers=("FullyConnected", "Convolution2d", "Reshape"))
 def qdq_matmul(ctx, node):
     a = ctx.port(node, 0, dtypes=None)
     b = _const_weights(ctx, node, 1).astype(np.float32)
@@ -403,12 +403,12 @@ def _activation(fn, keeps_range=False):
     return convert
 
 
-qdq("Relu")(_activation(AF.ReLu, keeps_range=True))
-qdq("Sigmoid")(_activation(AF.Sigmoid))
-qdq("LeakyRelu")(_activation(AF.LeakyReLu, keeps_range=True))
+qdq("Relu", layers=("Activation",))(_activation(AF.ReLu, keeps_range=True))
+qdq("Sigmoid", layers=("Activation",))(_activation(AF.Sigmoid))
+qdq("LeakyRelu", layers=("Activation",))(_activation(AF.LeakyReLu, keeps_range=True))
 
 
-@qdq("Clip")
+@qdq("Clip", layers=("Activation",))
 def qdq_clip(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     if ctx.opset < 11:

@@ -20,10 +20,11 @@ from armnn_import.executor.structural import resize_matrix
 from armnn_import.ir.types import DataLayout, DataType, ResizeMethod
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.copies import repeat
 from armnn_import.lowering.matrix import fc_along_axis
 
 from ..registry import needs_const, register
-from .common import norm_axes, repeat
+from .common import norm_axes
 
 MAX_AXIS = 1 << 16  # the interpolation matrices are [out, in]
 ATTRS = ("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
@@ -119,7 +120,7 @@ def _apply_repeat(ctx, x, axis, r, name):
     before = int(np.prod(shape[:axis], dtype=np.int64))
     after = int(np.prod(shape[axis + 1:], dtype=np.int64))
     y = ctx.b.reshape(x, (before, shape[axis], 1, after), f"{name}_split")
-    y = repeat(ctx, y, 2, r, f"{name}_rep")
+    y = repeat(ctx.b, y, 2, r, f"{name}_rep")
     return ctx.b.reshape(y, shape[:axis] + (shape[axis] * r,) + shape[axis + 1:], name)
 
 
@@ -185,7 +186,7 @@ def _legacy(ctx, node, x, scales):
     return resize(ctx, node, x, {a: {"scale": s} for a, s in enumerate(scales) if s != 1.0}, attrs)
 
 
-@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"))
+@register("Upsample", since=7, until=8, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize", "Reshape", "Permute"))
 def upsample7(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.attr(node, "scales"))
 
@@ -196,7 +197,7 @@ def upsample9(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))
 
 
-@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize"),
+@register("Resize", since=10, until=10, layers=("Merger", "ResizeBilinear", "FullyConnected", "Resize", "Reshape", "Permute"),
           check=needs_const(1, what="scales"))
 def resize10(ctx, node):
     return _legacy(ctx, node, ctx.port(node, 0), ctx.const(node, 1, "scales"))

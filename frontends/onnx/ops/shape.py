@@ -5,18 +5,22 @@ import numpy as np
 
 from armnn_import.ir import descriptors as D
 from armnn_import.ir.graph import Port
-from armnn_import.ir.types import DataLayout, DataType, PaddingMode
+from armnn_import.ir.types import DataLayout, DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.builder import through_float_exactly
+from armnn_import.lowering.gather import GatherNames, gather_const
+from armnn_import.lowering.copies import repeat
+from armnn_import.lowering.padding import PadNames, border_pad
 
 from ..registry import needs_const, register
 from ..context import MAX_RANK, check_size
-from .common import axes_input, binary, norm_axes, repeat
+from .common import axes_input, binary, norm_axes
 
 # What CpuRef's Pad, Resize, SpaceToDepth and DepthToSpace take (RefLayerSupport: no Signed32 or Boolean)
 _DEPTH_SPACE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
 MAX_SLICE_GATHER = 16  # constant-index gathers with more runs than this use a one-hot FullyConnected
+_PAD_NAMES = PadNames("_ax{a}_lo", "_ax{a}_hi", "_ax{a}", "_ax{a}_first", "_ax{a}_last")  # (ONNX files' names)
 
 
 def reshape_target(in_shape, shape, allowzero=False) -> tuple:
@@ -221,11 +225,6 @@ def pad(ctx, node):
         shape = x.info.shape
     if mode == "constant" and value != 0 and ctx.b.target.at_least("20.08"):
         return ctx.b.pad(x, list(zip(before, after)), n, value=value)  # PadDescriptor.padValue
-    if mode == "reflect" and ctx.b.target.at_least("23.08") and x.info.dtype in _DEPTH_SPACE_TYPES:
-        if any(v > d - 1 for d, lo, hi in zip(shape, before, after) for v in (lo, hi)):
-            raise Unsupported(f"reflect padding {list(zip(before, after))} of a {list(shape)} tensor "
-                              "(at most the dimension - 1)")
-        return ctx.b.mirror_pad(x, list(zip(before, after)), PaddingMode.Reflect, n)  # 23.08: MirrorPad
     if mode == "constant":
         y = ctx.b.pad(x, list(zip(before, after)), n if value == 0 else f"{n}_zero")
         if value != 0 and y is not x:
@@ -236,38 +235,7 @@ def pad(ctx, node):
             border[tuple(slice(b, b + d) for b, d in zip(before, shape))] = 0.0
             y = binary(ctx, L.Addition, y, border, n)
         return y
-    ctx.report.decomposition("Pad", f"{mode}: StridedSlices and a Merger per padded axis")
-    for a in range(rank):
-        pb, pe = before[a], after[a]
-        if not pb and not pe:
-            continue
-        d = x.info.shape[a]
-        parts = []
-        if mode == "reflect":
-            if pb > d - 1 or pe > d - 1:
-                raise Unsupported(f"reflect padding of {max(pb, pe)} on an axis of {d}")
-            if pb:
-                parts.append(ctx.b.take(x, a, pb, 0, f"{n}_ax{a}_lo", step=-1))
-            parts.append(x)
-            if pe:
-                stop = d - 2 - pe  # (-1 would be read as the last index: the run ends at index 0)
-                parts.append(ctx.b.take(x, a, d - 2, stop if stop >= 0 else None, f"{n}_ax{a}_hi", step=-1))
-        elif mode == "edge":
-            if pb:
-                parts.append(repeat(ctx, ctx.b.take(x, a, 0, 1, f"{n}_ax{a}_first"), a, pb, f"{n}_ax{a}_lo"))
-            parts.append(x)
-            if pe:
-                parts.append(repeat(ctx, ctx.b.take(x, a, d - 1, d, f"{n}_ax{a}_last"), a, pe, f"{n}_ax{a}_hi"))
-        else:  # wrap
-            if pb > d or pe > d:
-                raise Unsupported(f"wrap padding of {max(pb, pe)} on an axis of {d}")
-            if pb:
-                parts.append(ctx.b.take(x, a, d - pb, d, f"{n}_ax{a}_lo"))
-            parts.append(x)
-            if pe:
-                parts.append(ctx.b.take(x, a, 0, pe, f"{n}_ax{a}_hi"))
-        x = ctx.b.concat(parts, a, f"{n}_ax{a}")
-    return x
+    return border_pad(ctx.b, x, list(zip(before, after)), mode, n, names=_PAD_NAMES)
 
 
 @register("Tile", since=6, layers=("Merger", "Tile"), check=needs_const(1, what="repeats"),
@@ -280,7 +248,7 @@ def tile(ctx, node):
     if ctx.b.target.has(L.Tile) and through_float_exactly(x.info):  # (else copies joined by Mergers)
         return ctx.b.tile(x, reps, n)
     for a, r in enumerate(reps):
-        x = repeat(ctx, x, a, r, f"{n}_ax{a}")
+        x = repeat(ctx.b, x, a, r, f"{n}_ax{a}")
     return x
 
 
@@ -301,25 +269,8 @@ def expand(ctx, node):
     y = ctx.b.reshape(x, (1,) * (len(out) - len(shape)) + tuple(shape), f"{n}_rank") if out else x
     for a, d in enumerate(out):
         if y.info.shape[a] != d:
-            y = repeat(ctx, y, a, d, f"{n}_ax{a}")
+            y = repeat(ctx.b, y, a, d, f"{n}_ax{a}")
     return ctx.to_shape(y, out, f"{n}_shape")
-
-
-def _runs(idx):
-    """Split indices into maximal arithmetic runs: [(start, step, count)]."""
-    runs, i = [], 0
-    while i < len(idx):
-        if i + 1 < len(idx) and idx[i + 1] != idx[i]:
-            step = idx[i + 1] - idx[i]
-            j = i + 1
-            while j + 1 < len(idx) and idx[j + 1] - idx[j] == step:
-                j += 1
-            runs.append((idx[i], step, j - i + 1))
-            i = j + 1
-        else:
-            runs.append((idx[i], 1, 1))
-            i += 1
-    return runs
 
 
 def _gather_check(node, ctx):
@@ -373,41 +324,9 @@ def gather(ctx, node):
         if not ctx.g.target.at_least("20.08"):
             raise Unsupported(_gather_check(node, ctx)[0])
         return ctx.to_shape(_gather_runtime(ctx, data, indices, axis, n), out, f"{n}_shape")
-    idx = np.asarray(indices).astype(np.int64).reshape(-1)
-    dim = dshape[axis]
-    if idx.size == 0:
-        raise Unsupported("empty indices")
-    if (idx < -dim).any() or (idx >= dim).any():
-        raise Unsupported(f"indices out of range for an axis of {dim}")
-    idx = np.where(idx < 0, idx + dim, idx).tolist()
-    x = data
-    runs = _runs(idx)
-    if len(runs) > MAX_SLICE_GATHER and ctx.g.target.at_least("20.08") and x.info.dtype != DataType.Boolean:
-        # one Gather with constant indices: leaner than the one-hot matrix, and exact for inf and NaN
-        sel = ctx.b.constant_layer(np.asarray(idx, np.int32), f"{n}_indices")
-        return ctx.to_shape(ctx.b.gather(x, sel, axis, n), out, f"{n}_shape")
-    if len(runs) <= MAX_SLICE_GATHER or x.info.dtype != DataType.Float32:
-        if len(runs) > 4 * MAX_SLICE_GATHER:
-            raise Unsupported(f"gathering {len(idx)} scattered indices of a non-float tensor")
-        parts = []
-        for k, (start, step, count) in enumerate(runs):
-            stop = start + step * count
-            parts.append(ctx.b.take(x, axis, start, stop if stop >= 0 else None, f"{n}_run{k}", step=step))
-        y = ctx.b.concat(parts, axis, f"{n}_cat")
-    else:
-        ctx.report.decomposition("Gather", "many constant indices: FullyConnected with a one-hot matrix")
-        rank = x.info.rank
-        perm = [i for i in range(rank) if i != axis] + [axis]
-        xt = ctx.b.permute(x, perm, f"{n}_last")
-        onehot = np.zeros((len(idx), dim), np.float32)
-        onehot[np.arange(len(idx)), idx] = 1.0
-        flat = ctx.b.reshape(xt, (int(np.prod(xt.info.shape[:-1], dtype=np.int64)), dim), f"{n}_2d")
-        y = ctx.b.fully_connected(flat, onehot, None, f"{n}_fc")
-        y = ctx.b.reshape(y, xt.info.shape[:-1] + (len(idx),), f"{n}_nd")
-        inv = [0] * rank
-        for i, p in enumerate(perm):
-            inv[p] = i
-        y = ctx.b.permute(y, inv, f"{n}_back")
+    # the layers' names are the ones ONNX files have always had
+    y = gather_const(ctx.b, data, axis, np.asarray(indices).astype(np.int64), n, max_slices=MAX_SLICE_GATHER,
+                     names=GatherNames("_run{k}", "_cat", "_fc", ("_2d", "_nd")))
     return ctx.to_shape(y, out, f"{n}_shape")
 
 

@@ -8,9 +8,11 @@ import math
 import numpy as np
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, PaddingMode, TensorInfo
+from armnn_import.ir.types import DataLayout, DataType, LayerType
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.builder import through_float_exactly
+from armnn_import.lowering.gather import gather_const as lowering_gather_const
+from armnn_import.lowering.padding import border_pad
 
 from .. import types as T
 from . import REGISTRY
@@ -20,7 +22,6 @@ from .common import scalar_shape as _scalar_shape
 
 NHWC = DataLayout.NHWC
 MAX_SLICES = 32  # above this many pieces a constant gather becomes a FullyConnected selection
-MAX_MATRIX = 1 << 26  # elements of a constant selection or interpolation matrix
 MAX_COPIES = 4096  # Merger inputs made by TILE
 
 
@@ -396,30 +397,9 @@ def quant_pad(ctx, x, pads, name):
 @REGISTRY.register("MIRROR_PAD", since=1, until=3, layers=("StridedSlice", "Merger", "Pad"),
                    notes="reversed StridedSlices concatenated per axis; one Pad from the 23.08 format on")
 def mirror_pad(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
-    y = ctx.port(op.inputs[0])
-    symmetric = op.options.get("mode", 0) == 1
-    pads = _pads(ctx, op, y.info.rank)
-    edge = 0 if symmetric else 1
-    for axis, (before, after) in enumerate(pads):
-        n = y.info.shape[axis]
-        if before + edge > n or after + edge > n:
-            raise Unsupported(f"padding {before, after} is larger than dimension {axis} ({n})")
-    if nb.target.at_least("23.08") and y.info.dtype != DataType.Signed32:  # one Pad (MirrorPad.cpp)
-        mode = PaddingMode.Symmetric if symmetric else PaddingMode.Reflect
-        ctx.set(op, 0, nb.mirror_pad(y, pads, mode, name))
-        return
-    for axis, (before, after) in enumerate(pads):
-        n = y.info.shape[axis]
-        parts = []
-        if before:  # indices before-1+edge .. edge, descending
-            parts.append(nb.take(y, axis, before - 1 + edge, (edge - 1) if edge else None, f"{name}_l{axis}", -1))
-        parts.append(y)
-        if after:  # indices n-1-edge .. n-after-edge, descending
-            stop = n - 1 - edge - after
-            parts.append(nb.take(y, axis, n - 1 - edge, stop if stop >= 0 else None, f"{name}_r{axis}", -1))
-        y = nb.concat(parts, axis, f"{name}_{axis}") if len(parts) > 1 else y
-    ctx.set(op, 0, y)
+    x = ctx.port(op.inputs[0])
+    mode = "symmetric" if op.options.get("mode", 0) == 1 else "reflect"
+    ctx.set(op, 0, border_pad(ctx.nb, x, _pads(ctx, op, x.info.rank), mode, ctx.name(op)))
 
 
 @REGISTRY.register("TILE", since=1, until=3, layers=("Merger", "Tile"))
@@ -471,78 +451,10 @@ def broadcast_to(ctx, op):
 
 
 # -- gathering --------------------------------------------------------------------------------
-def _runs(idx, limit: int):
-    """Split indices into (start, step, count) runs of equal nonzero steps or repeats
-    (step 0); None when there are more than `limit` runs."""
-    idx = [int(v) for v in idx]  # Python ints: far faster to walk than numpy scalars
-    runs, k = [], 0
-    while k < len(idx) and len(runs) <= limit:
-        if k + 1 < len(idx):
-            step = idx[k + 1] - idx[k]
-            j = k + 1
-            while j + 1 < len(idx) and idx[j + 1] - idx[j] == step:
-                j += 1
-            runs.append((idx[k], step, j - k + 1))
-            k = j + 1
-        else:
-            runs.append((idx[k], 1, 1))
-            k += 1
-    return runs if len(runs) <= limit else None
-
-
 def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
-    """x.take(idx, axis) for constant 1-D indices, exactly: upsampling repeats by
-    concatenation, runs by StridedSlices, anything longer by a FullyConnected
-    with a 0/1 selection matrix. No Constant or Gather layer."""
-    nb = ctx.nb
-    shape = x.info.shape
-    n = shape[axis]
-    idx = np.asarray(idx, np.int64) % n
-    if np.array_equal(idx, np.arange(n)):
-        return x
-    f = len(idx) // n if len(idx) % n == 0 else 0
-    if 1 < f <= MAX_COPIES and np.array_equal(idx, np.repeat(np.arange(n), f)):  # nearest upsampling
-        inner = shape[:axis + 1] + (1,) + shape[axis + 1:]
-        y = nb.reshape(x, inner, f"{name}_split")
-        y = nb.concat([y] * f, axis + 1, f"{name}_repeat")
-        return nb.reshape(y, shape[:axis] + (n * f,) + shape[axis + 1:], f"{name}_join")
-    runs = _runs(idx, MAX_SLICES)
-    if nb.g.target.at_least("20.08") and x.info.dtype != DataType.Boolean and (runs is None or len(runs) > 16):
-        # one Gather with constant indices (the 20.08 format on): leaner than many StridedSlices or a
-        # selection matrix, and exact for inf and NaN (a 0/1 matrix multiplies them by 0)
-        sel = nb.constant_layer(np.asarray(idx, np.int32), f"{name}_indices")
-        return nb.gather(x, sel, axis, name)
-    if runs is not None and sum(c for _, step, c in runs if step == 0) <= MAX_COPIES:
-        parts = []
-        for k, (start, step, count) in enumerate(runs):
-            if step == 0:
-                one = nb.take(x, axis, start, start + 1, f"{name}_p{k}")
-                parts.extend([one] * count)
-            else:
-                stop = start + step * count
-                parts.append(nb.take(x, axis, start, stop if stop >= 0 else None, f"{name}_p{k}", step))
-        return nb.concat(parts, axis, name) if len(parts) > 1 else parts[0]
-    # selection matrix on the last axis: permute the axis last, FullyConnected, permute back
-    if len(idx) * n > MAX_MATRIX:
-        raise Unsupported(f"a {len(idx)}x{n} selection matrix is too large")
-    perm = [a for a in range(len(shape)) if a != axis] + [axis]
-    y = nb.permute(x, perm, f"{name}_last")
-    rows = int(np.prod([shape[a] for a in perm[:-1]]))
-    y = nb.reshape(y, (rows, n), f"{name}_rows")
-    sel = np.zeros((len(idx), n), np.float32)
-    sel[np.arange(len(idx)), idx] = 1.0
-    if x.info.dtype.is_quantized:
-        w = ConstTensor(sel.astype(np.uint8), TensorInfo(sel.shape, DataType.QuantisedAsymm8, 1.0, 0))
-        y = nb.fully_connected(y, w, None, f"{name}_select", quant=(x.info.scale, x.info.offset))
-    else:
-        y = nb.fully_connected(y, sel, None, f"{name}_select")
-    ctx.report.decomposition("constant gather", "StridedSlices and Merger, or a FullyConnected "
-                             "with a 0/1 selection matrix")
-    y = nb.reshape(y, tuple(shape[a] for a in perm[:-1]) + (len(idx),), f"{name}_unrows")
-    back = [0] * len(perm)
-    for i, p in enumerate(perm):
-        back[p] = i
-    return nb.permute(y, back, f"{name}_back")
+    """x.take(idx, axis) for constant 1-D indices, exactly (armnn_import.lowering.gather): at
+    most MAX_SLICES StridedSlices, else a Gather layer (20.08 on) or a selection matrix."""
+    return lowering_gather_const(ctx.nb, x, axis, idx, name, max_slices=MAX_SLICES)
 
 
 def _check_gather(op, ctx):
@@ -582,8 +494,6 @@ def gather(ctx, op):
     shape = x.info.shape
     if ctx.is_const(ii):
         idx = ctx.ints(ii)
-        if ((idx < -shape[axis]) | (idx >= shape[axis])).any():
-            raise Unsupported(f"gather index out of range for dimension {shape[axis]}")
         y = gather_const(ctx, x, axis, idx.reshape(-1), name)
         out = shape[:axis] + idx.shape + shape[axis + 1:]
         ctx.set(op, 0, nb.reshape(y, _scalar_shape(out), f"{name}_shape"))
