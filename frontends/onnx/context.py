@@ -45,16 +45,16 @@ class LoweringContext:
         if isinstance(v, Port):
             raise Unsupported(f"input {i} ({node.inputs[i]!r}{', ' + what if what else ''}) must be a constant, "
                               "but it is computed at run time",
-                              "Arm NN has no runtime weights or shape parameters")
+                              "Arm NN has no runtime weights or shape parameters", "needs-constant")
         if v is None or isinstance(v, list):
-            raise Unsupported(f"input {i} ({what or 'required'}) is missing")
+            raise Unsupported(f"input {i} ({what or 'required'}) is missing", code="bad-model")
         return v
 
     def port(self, node, i, dtypes=(DataType.Float32,)) -> Port:
         """Input i as a runtime tensor (a constant is materialised)."""
         v = self.val(node, i)
         if v is None:
-            raise Unsupported(f"input {i} is missing")
+            raise Unsupported(f"input {i} is missing", code="bad-model")
         if not isinstance(v, Port):
             v = self.materialize(v, self.name(node, f"in{i}"))
         if v.info.dtype == DataType.Boolean and not dtypes:
@@ -63,7 +63,7 @@ class LoweringContext:
             v = float01(self, v, self.name(node, f"in{i}_mask"))
         if dtypes and v.info.dtype not in dtypes:
             raise Unsupported(f"input {i} is a {v.info.dtype.name} tensor at run time; this lowering needs "
-                              + "/".join(d.name for d in dtypes))
+                              + "/".join(d.name for d in dtypes), code="unsupported-type")
         return v
 
     def shape(self, node, i) -> tuple:

@@ -41,7 +41,9 @@ from .loader import load_model
 from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
 from .quant import QuantState
-from .registry import RANDOM_OPS, REFUSED
+from armnn_import.registry import Refusal
+
+from .registry import RANDOM_OPS
 from .upgrade import upgrade_if_old
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -233,7 +235,7 @@ class Converter(LoweringContext):
             out, changed = [], False
             for node in nodes:
                 body = None
-                if (node.domain in DEFAULT_DOMAINS and node.op not in REFUSED and node.op not in RANDOM_OPS
+                if (node.domain in DEFAULT_DOMAINS and REGISTRY.refusal(node.op) is None
                         and node.op not in PASS_THROUGH + SHAPE_OPS + ("Constant",)
                         and REGISTRY.lookup(node.op, node.opset) is None
                         and not all(not i or isinstance(self.values.get(i), np.ndarray) for i in node.inputs)):
@@ -328,14 +330,14 @@ class Converter(LoweringContext):
             tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
             if tt is None:
                 bad.append(Problem("input", vi.name, "is not a tensor (sequences, maps and optionals "
-                                                      "cannot be network inputs)"))
+                                                      "cannot be network inputs)", code="unsupported-type"))
                 continue
             dtype = INPUT_TYPES.get(tt.elem_type)
             if dtype is None:
                 bad.append(Problem("input", vi.name, f"has element type "
                                    f"{TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in TensorProto.DataType.values() else tt.elem_type}; "
                                    "Arm NN inputs here can be float32 (or int32/int64 indices, bool)",
-                                   "convert the model to float32"))
+                                   "convert the model to float32", code="unsupported-type"))
                 continue
             if tt.elem_type == TensorProto.INT64:
                 self.report.warn(f"input {vi.name!r} is int64 in ONNX; it becomes a Signed32 (int32) input")
@@ -427,7 +429,7 @@ class Converter(LoweringContext):
             self.opset = view.opset = node.opset
             problem = self._scan_node(node, view, const, ins)
             if problem:
-                self.problems.append(Problem(node.op, node.name, *problem))
+                self.problems.append(Problem(node.op, node.name, *problem[:2], code=problem.code))
                 flagged.add(node.index)
             elif node.op == "Constant" and "value" in node.attrs and node.outputs:
                 try:
@@ -445,16 +447,16 @@ class Converter(LoweringContext):
 
     def _scan_node(self, node, view, const, ins):
         if node.domain not in DEFAULT_DOMAINS and not self.quant.allows_domain(node):
-            return (f"operator domain {node.domain!r} is not supported",
-                    "only operators of the default ONNX domain can be converted")
+            return Refusal(f"operator domain {node.domain!r} is not supported",
+                           "only operators of the default ONNX domain can be converted", "unsupported-op")
         if node.op in RANDOM_OPS:
-            return ("random numbers cannot be reproduced by Arm NN", "")
+            return REGISTRY.refusal(node.op)
         missing = _missing(node)
         if missing:
-            return (f"required {', '.join(missing)} missing (the model is invalid)", "")
+            return Refusal(f"required {', '.join(missing)} missing (the model is invalid)", code="bad-model")
         too_many = _too_many_inputs(node)
         if too_many:
-            return (too_many, "")
+            return Refusal(too_many, code="bad-model")
         if node.op in PASS_THROUGH or node.op in SHAPE_OPS or all(i in const for i in ins):
             return None
         if node.op == "CastLike" and node.inputs and node.inputs[0] in const:
@@ -463,8 +465,10 @@ class Converter(LoweringContext):
         if entry is None:
             if node.op in REGISTRY.ops():
                 have = ", ".join(e.version_range for e in REGISTRY.entries() if e.op == node.op)
-                return (f"not supported at opset {self.opset} (supported opsets: {have})", "")
-            return (REFUSED.get(node.op, "no exact lowering onto Arm NN's layers"), "")
+                return Refusal(f"not supported at opset {self.opset} (supported opsets: {have})",
+                               code="unsupported-op")
+            return REGISTRY.refusal(node.op) or Refusal("no exact lowering onto Arm NN's layers",
+                                                        code="unsupported-op")
         if entry.target_problem(self.g.target):
             return entry.target_problem(self.g.target)
         if entry.check is not None:
@@ -473,9 +477,9 @@ class Converter(LoweringContext):
             except MemoryError:  # never a refusal: convert() reports it
                 raise
             except Exception as e:  # noqa: BLE001 - e.g. an attribute of the wrong type
-                r = f"invalid node ({type(e).__name__}: {str(e)[:200]})"
+                r = Refusal(f"invalid node ({type(e).__name__}: {str(e)[:200]})", code="bad-attribute")
             if r:
-                return (r, "") if isinstance(r, str) else tuple(r)
+                return Refusal(r) if isinstance(r, str) else Refusal(*r)
         return None
 
     # -- lowering -------------------------------------------------------------
@@ -486,7 +490,7 @@ class Converter(LoweringContext):
         try:
             self._lower(node)
         except Unsupported as e:
-            self.problems.append(Problem(node.op, node.name, e.reason, e.hint))
+            self.problems.append(Problem(node.op, node.name, e.reason, e.hint, code=e.code))
         except GraphError as e:
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered: {e}"))
         except (ArmnnImportError, MemoryError, LoweringBug):  # MemoryError: never a refusal, convert() reports it
@@ -524,7 +528,7 @@ class Converter(LoweringContext):
         if entry.check is not None:
             r = entry.check(node, self)
             if r:
-                raise Unsupported(*((r,) if isinstance(r, str) else r))
+                raise Unsupported(*((r,) if isinstance(r, str) else r))  # (reason, hint[, code])
         first = len(self.g.layers)
         out = entry.fn(self, node)
         outs = [out] if isinstance(out, (Port, np.ndarray)) else list(out)
@@ -645,7 +649,8 @@ class Converter(LoweringContext):
             if v is None:
                 raise LoadError(f"graph output {vi.name!r} is produced by no node, input or initializer")
             if isinstance(v, list):
-                self.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors"))
+                self.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors",
+                                             code="unsupported-type"))
                 continue
             try:
                 if not isinstance(v, Port):
@@ -658,7 +663,7 @@ class Converter(LoweringContext):
                     v = self.g.add(LayerType.Reshape, f"{vi.name}_copy", [v],
                                    ReshapeDescriptor(v.info.shape)).out()
             except Unsupported as e:
-                self.problems.append(Problem("output", vi.name, e.reason, e.hint))
+                self.problems.append(Problem("output", vi.name, e.reason, e.hint, code=e.code))
                 continue
             except GraphError as e:
                 self.problems.append(Problem("output", vi.name, f"cannot be produced: {e}"))

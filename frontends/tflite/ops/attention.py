@@ -80,5 +80,5 @@ def _arg(function):
 
 
 for _op, _fn in (("ARG_MAX", ArgMinMaxFunction.Max), ("ARG_MIN", ArgMinMaxFunction.Min)):
-    REGISTRY.register(_op, since=1, until=3, check=_check_arg, layers=("ArgMinMax",), needs="20.08",
+    REGISTRY.register(_op, since=1, until=3, types="free", check=_check_arg, layers=("ArgMinMax",), needs="20.08",
                       notes="int32 output; ties give the first index")(_arg(_fn))

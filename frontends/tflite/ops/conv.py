@@ -177,7 +177,7 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
     return nb.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
 
 
-@REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
+@REGISTRY.register("CONV_2D", since=1, until=8, inputs=2, check=_check_conv,
                    layers=("Convolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
                            "FullyConnected", "Permute", "Reshape", "Pad", "StridedSlice", "Merger", "Activation"),
                    notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an Addition of a per-channel constant, "
@@ -204,7 +204,7 @@ def conv_2d(ctx, op):
     ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], ctx.name(op), ctx.out_quant(op)))
 
 
-@REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
+@REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, inputs=2, check=_check_conv,
                    layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
                            "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation",
                            "Merger", "Convolution2d", "Permute"),
@@ -244,7 +244,7 @@ def _check_transpose_conv(op, ctx):
     return None
 
 
-@REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, check=_check_transpose_conv,
+@REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, inputs=3, data_input=2, check=_check_transpose_conv,
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
                            "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
                            "StridedSlice"),
@@ -302,7 +302,7 @@ def _check_fc(op, ctx):
     return _const_weights(op, ctx)
 
 
-@REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
+@REGISTRY.register("FULLY_CONNECTED", since=1, until=13, inputs=2, check=_check_fc,
                    layers=("FullyConnected", "Reshape", "Merger", "Activation", "Convolution2d"),
                    notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
                          "per run of channels sharing a scale (up to 64)")

@@ -112,13 +112,14 @@ _BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "
 for _op, (_lt, _until) in {"ADD": (LT.Addition, 5), "SUB": (LT.Subtraction, 5), "MUL": (LT.Multiplication, 7),
                            "DIV": (LT.Division, 2), "MAXIMUM": (LT.Maximum, 4),
                            "MINIMUM": (LT.Minimum, 4)}.items():
-    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,) + _BROADCAST,
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="all", check=_check_binary,
+                      layers=(_lt.name,) + _BROADCAST,
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
 for _op, (_lt, _swap, _until) in {"EQUAL": (LT.Equal, False, 4), "GREATER": (LT.Greater, False, 2),
                                   "LESS": (LT.Greater, True, 2)}.items():
-    REGISTRY.register(_op, since=1, until=_until, layers=(_lt.name,),
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="compare", layers=(_lt.name,),
                       notes="LESS(a, b) is Greater(b, a)" if _swap else "")(
         lambda ctx, op, _lt=_lt, _swap=_swap: binary_op(ctx, op, _lt, _swap))
 
@@ -158,14 +159,16 @@ for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 3, ("Maximum", "Eq
                                       "NOT_EQUAL": ("ne", 3, ("Maximum", "Minimum", "Activation", "Addition",
                                                               "Greater"))}.items():
     # the richer formats' Comparison; NOT_EQUAL's NaN constants are quantized by a FullyConnected
-    REGISTRY.register(_op, since=1, until=_until, layers=_layers + ("Comparison",) + (
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="compare",
+                      layers=_layers + ("Comparison",) + (
                           ("FullyConnected", "Reshape", "StridedSlice") if _kind == "ne" else ()),
                       notes={"ge": "Equal(Maximum(b, a), a)", "le": "Equal(Minimum(b, a), a)",
                              "ne": "Greater(max, min) with NaN sent to +-inf (NaN-exact)"}[_kind])(
         lambda ctx, op, _kind=_kind: compare_op(ctx, op, _kind))
 
 
-@REGISTRY.register("SQUARED_DIFFERENCE", since=1, until=2, check=lambda op, ctx: _float_only(op, ctx),
+@REGISTRY.register("SQUARED_DIFFERENCE", since=1, until=2, inputs=2, types="all",
+                   check=lambda op, ctx: _float_only(op, ctx),
                    layers=("Subtraction", "Activation"))
 def squared_difference(ctx, op):
     a, b = op.inputs[:2]
@@ -182,7 +185,8 @@ def squared_difference(ctx, op):
     ctx.set(op, 0, nb.activation(d, AF.Square, name))
 
 
-@REGISTRY.register("FLOOR_DIV", since=1, until=3, check=lambda op, ctx: _float_only(op, ctx) or (
+@REGISTRY.register("FLOOR_DIV", since=1, until=3, inputs=2, types="all",
+                   check=lambda op, ctx: _float_only(op, ctx) or (
     "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != T.FLOAT32 else None),
     layers=("Division", "Floor"))
 def floor_div(ctx, op):
@@ -200,7 +204,7 @@ def floor_div(ctx, op):
     ctx.set(op, 0, ctx.nb.add(LT.Floor, name, [q]))
 
 
-@REGISTRY.register("ADD_N", since=1, until=1, layers=("Addition",))
+@REGISTRY.register("ADD_N", since=1, until=1, types="all", layers=("Addition",))
 def add_n(ctx, op):
     y = ctx.port(op.inputs[0])
     for k, i in enumerate(op.inputs[1:], 1):
@@ -291,7 +295,8 @@ def hard_swish(ctx, op):
     ctx.set(op, 0, nb.binary(LT.Multiplication, x, h, name, quant=q))
 
 
-@REGISTRY.register("PRELU", since=1, until=1, layers=("Activation", "BatchNormalization", "Addition"),
+@REGISTRY.register("PRELU", since=1, until=1, inputs=2, types="all",
+                   layers=("Activation", "BatchNormalization", "Addition"),
                    notes="LeakyReLu for a scalar alpha; else ReLu(x) + alpha * min(x, 0)")
 def prelu(ctx, op):
     nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)

@@ -36,7 +36,8 @@ def _check_dequantize(op, ctx):
             "Dequantize layer and one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=("Dequantize",),
+@REGISTRY.register("DEQUANTIZE", since=1, until=6, foldable=True, types="free",
+                   check=_check_dequantize, layers=("Dequantize",),
                    notes="constants (float16, int8) converted to float32; identity with --dequantize")
 def dequantize(ctx, op):
     i = op.inputs[0]
@@ -68,7 +69,8 @@ def _check_quantize(op, ctx):
             "one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation", "Quantize"),
+@REGISTRY.register("QUANTIZE", since=1, until=3, foldable=True, types="free",
+                   check=_check_quantize, layers=("Activation", "Quantize"),
                    notes="requantization as Linear(a=1) into the new quantization")
 def quantize(ctx, op):
     i, o = op.inputs[0], op.outputs[0]
@@ -92,7 +94,7 @@ def quantize(ctx, op):
     ctx.set(op, 0, ctx.nb.linear(x, 1.0, 0.0, ctx.name(op), quant=q))
 
 
-@REGISTRY.register("DENSIFY", since=1, until=1, layers=(),
+@REGISTRY.register("DENSIFY", since=1, until=1, foldable=True, layers=(),
                    check=lambda op, ctx: None if ctx.is_const(op.inputs[0]) else
                    "densifies a tensor computed at run time (only sparse constants are densified)",
                    notes="sparse constants are densified when the file is read (frontends/tflite/sparse.py); "

@@ -63,13 +63,13 @@ def _reduce(fn, op_kind=None):
 _R = "Reduce"  # (from --target 23.08)
 
 
-@REGISTRY.register("MEAN", since=1, until=3, check=_check_reduce, layers=("Mean", _R))
+@REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R))
 def mean(ctx, op):
     _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.nb.mean(x, axes, keep, name, quant=q),
             ReduceOperation.Mean)(ctx, op)
 
 
-@REGISTRY.register("SUM", since=1, until=2, check=_check_reduce, layers=("Mean", "Activation", _R),
+@REGISTRY.register("SUM", since=1, until=2, inputs=2, check=_check_reduce, layers=("Mean", "Activation", _R),
                    notes="before --target 23.08: Mean times the element count")
 def sum_(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
@@ -101,14 +101,15 @@ def pool_reduce(ctx, x, axes, keep, name, quant=None):
     return nb.reshape(y, _out_shape(shape, axes, keep), f"{name}_shape")
 
 
-@REGISTRY.register("REDUCE_MAX", since=1, until=3, check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
+@REGISTRY.register("REDUCE_MAX", since=1, until=3, inputs=2,
+                   check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
                    notes="before --target 23.08: a Max Pooling2d over the reduced elements")
 def reduce_max(ctx, op):
     _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q),
             ReduceOperation.Max)(ctx, op)
 
 
-@REGISTRY.register("REDUCE_MIN", since=1, until=3, check=_check_reduce,
+@REGISTRY.register("REDUCE_MIN", since=1, until=3, inputs=2, check=_check_reduce,
                    layers=("Activation", "Pooling2d", "Reshape", _R, "Permute"), notes="before --target 23.08: -max(-x)")
 def reduce_min(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
@@ -125,7 +126,7 @@ def _check_prod(op, ctx):
     return _check_reduce(op, ctx) or _float_only(op, ctx)
 
 
-@REGISTRY.register("REDUCE_PROD", since=1, until=2, check=_check_prod,
+@REGISTRY.register("REDUCE_PROD", since=1, until=2, inputs=2, check=_check_prod,
                    layers=("StridedSlice", "Multiplication", "Merger", _R, "Reshape"),
                    notes="before --target 23.08: float only, pairwise products of halves, log2(n) levels per axis")
 def reduce_prod(ctx, op):

@@ -107,7 +107,7 @@ def _check(op, ctx):
     return None
 
 
-@REGISTRY.register("RESIZE_BILINEAR", since=1, until=4, check=_check,
+@REGISTRY.register("RESIZE_BILINEAR", since=1, until=4, inputs=2, check=_check,
                    layers=("ResizeBilinear", "FullyConnected", "Permute", "Reshape", "Resize"),
                    notes="ResizeBilinear when align_corners and half_pixel_centers are false, "
                          "else interpolation matrices along W and H; from the 20.08 format on one "
@@ -144,7 +144,7 @@ def resize_bilinear(ctx, op):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("RESIZE_NEAREST_NEIGHBOR", since=1, until=4, check=_check,
+@REGISTRY.register("RESIZE_NEAREST_NEIGHBOR", since=1, until=4, inputs=2, check=_check,
                    layers=("StridedSlice", "Merger", "Reshape", "FullyConnected", "Resize"),
                    notes="exact row and column selection; from the 20.08 format on one Resize where "
                          "Arm NN's indices are LiteRT's")

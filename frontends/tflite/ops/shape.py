@@ -88,12 +88,12 @@ def _reshape_to(ctx, op, shape_fn):
     ctx.set(op, 0, ctx.nb.reshape(p, _scalar_shape(shape_fn(p.info.shape, p.info.num_elements)), ctx.name(op)))
 
 
-@REGISTRY.register("RESHAPE", since=1, until=1, layers=("Reshape",))
+@REGISTRY.register("RESHAPE", since=1, until=1, foldable=True, layers=("Reshape",))
 def reshape(ctx, op):
     _reshape_to(ctx, op, lambda shape, total: _reshape_target(ctx, op, total))
 
 
-@REGISTRY.register("SQUEEZE", since=1, until=2, layers=("Reshape",))
+@REGISTRY.register("SQUEEZE", since=1, until=2, foldable=True, layers=("Reshape",))
 def squeeze(ctx, op):
     dims = [int(d) for d in op.options.get("squeeze_dims", ())]
 
@@ -103,7 +103,7 @@ def squeeze(ctx, op):
     _reshape_to(ctx, op, target)
 
 
-@REGISTRY.register("EXPAND_DIMS", since=1, until=1, layers=("Reshape",))
+@REGISTRY.register("EXPAND_DIMS", since=1, until=1, inputs=2, foldable=True, layers=("Reshape",))
 def expand_dims(ctx, op):
     a = int(ctx.ints(op.inputs[1]).reshape(-1)[0])
 
@@ -113,7 +113,7 @@ def expand_dims(ctx, op):
     _reshape_to(ctx, op, target)
 
 
-@REGISTRY.register("TRANSPOSE", since=1, until=6, layers=("Permute", "Transpose"),
+@REGISTRY.register("TRANSPOSE", since=1, until=6, inputs=2, foldable=True, layers=("Permute", "Transpose"),
                    notes="Transpose from the 20.08 format on")
 def transpose(ctx, op):
     perm = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
@@ -126,7 +126,7 @@ def transpose(ctx, op):
     ctx.set(op, 0, ctx.nb.permute(x, perm, ctx.name(op)))
 
 
-@REGISTRY.register("SHAPE", since=1, until=1, layers=(), notes="evaluated at conversion time")
+@REGISTRY.register("SHAPE", since=1, until=1, types="free", layers=(), notes="evaluated at conversion time")
 def shape_op(ctx, op):
     dtype = np.int64 if op.options.get("out_type") == 4 else np.int32
     ctx.fold(op, 0, np.array(ctx.shape(op.inputs[0]), dtype))
@@ -146,7 +146,7 @@ def _check_cast(op, ctx):
     return None
 
 
-@REGISTRY.register("CAST", since=1, until=6, check=_check_cast, layers=("Cast",),
+@REGISTRY.register("CAST", since=1, until=6, foldable=True, types="free", check=_check_cast, layers=("Cast",),
                    notes="constants; float32 <-> int32 at run time from --target 23.08 on")
 def cast(ctx, op):
     from ..model import NP_TYPES
@@ -163,7 +163,7 @@ def _concat(ctx, op, ports_or_consts, axis, name, q):
     return ctx.nb.concat(ports, axis, name, quant=q)
 
 
-@REGISTRY.register("CONCATENATION", since=1, until=4, layers=("Merger", "Concat"),
+@REGISTRY.register("CONCATENATION", since=1, until=4, foldable=True, types="all", layers=("Merger", "Concat"),
                    notes="Concat from the 20.08 format on")
 def concatenation(ctx, op):
     ins = list(op.inputs)
@@ -179,7 +179,7 @@ def concatenation(ctx, op):
     ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), ctx.name(op), q))
 
 
-@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger", "Stack"),
+@REGISTRY.register("PACK", since=1, until=4, foldable=True, types="all", layers=("Reshape", "Merger", "Stack"),
                    notes="one Stack from the 20.08 format on")
 def pack(ctx, op):
     axis = op.options.get("axis", 0)
@@ -210,7 +210,7 @@ def pack(ctx, op):
     ctx.set(op, 0, ctx.nb.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op)))
 
 
-@REGISTRY.register("UNPACK", since=1, until=4, layers=("StridedSlice", "Reshape"))
+@REGISTRY.register("UNPACK", since=1, until=4, multi_output=True, layers=("StridedSlice", "Reshape"))
 def unpack(ctx, op):
     x = ctx.port(op.inputs[0])
     axis = _axis(op.options.get("axis", 0), x.info.rank)
@@ -228,7 +228,7 @@ def _split(ctx, op, x, axis, sizes):
         ctx.set(op, k, p)
 
 
-@REGISTRY.register("SPLIT", since=1, until=4, layers=("StridedSlice",))
+@REGISTRY.register("SPLIT", since=1, until=4, inputs=2, multi_output=True, data_input=1, layers=("StridedSlice",))
 def split(ctx, op):
     x = ctx.port(op.inputs[1])
     axis = _axis(int(ctx.ints(op.inputs[0]).reshape(-1)[0]), x.info.rank)
@@ -238,7 +238,7 @@ def split(ctx, op):
     _split(ctx, op, x, axis, [x.info.shape[axis] // n] * n)
 
 
-@REGISTRY.register("SPLIT_V", since=1, until=2, layers=("StridedSlice",))
+@REGISTRY.register("SPLIT_V", since=1, until=2, inputs=3, multi_output=True, layers=("StridedSlice",))
 def split_v(ctx, op):
     x = ctx.port(op.inputs[0])
     axis = _axis(int(ctx.ints(op.inputs[2]).reshape(-1)[0]), x.info.rank)
@@ -297,7 +297,7 @@ def _check_strided_slice(op, ctx):
     return None
 
 
-@REGISTRY.register("STRIDED_SLICE", since=1, until=8, check=_check_strided_slice,
+@REGISTRY.register("STRIDED_SLICE", since=1, until=8, inputs=4, foldable=True, check=_check_strided_slice,
                    layers=("StridedSlice", "Reshape"), notes="all masks, including ellipsis and new axis")
 def strided_slice(ctx, op):
     o = op.options
@@ -320,7 +320,7 @@ def strided_slice(ctx, op):
         raise Unsupported(f"strided slice out of range: {err}") from None
 
 
-@REGISTRY.register("SLICE", since=1, until=6, layers=("StridedSlice",))
+@REGISTRY.register("SLICE", since=1, until=6, inputs=3, foldable=True, layers=("StridedSlice",))
 def slice_op(ctx, op):
     begin = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     size = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
@@ -336,8 +336,8 @@ def _pads(ctx, op, rank):
     return [(int(a), int(b)) for a, b in p]
 
 
-@REGISTRY.register("PAD", since=1, until=4, layers=("Pad", "SpaceToBatchNd"))
-@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation", "Subtraction"),
+@REGISTRY.register("PAD", since=1, until=4, inputs=2, layers=("Pad", "SpaceToBatchNd"))
+@REGISTRY.register("PADV2", since=1, until=4, inputs=2, layers=("Pad", "Activation", "Subtraction"),
                    notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float; the value in the "
                          "Pad layer from the 20.08 format on")
 def pad(ctx, op):
@@ -393,7 +393,7 @@ def quant_pad(ctx, x, pads, name):
     return nb.binary(LayerType.Subtraction, nb.pad(pos, pads, f"{name}_pos_pad"), negp, name, quant=q)
 
 
-@REGISTRY.register("MIRROR_PAD", since=1, until=3, layers=("StridedSlice", "Merger", "Pad"),
+@REGISTRY.register("MIRROR_PAD", since=1, until=3, inputs=2, layers=("StridedSlice", "Merger", "Pad"),
                    notes="reversed StridedSlices concatenated per axis; one Pad from the 23.08 format on")
 def mirror_pad(ctx, op):
     nb, name = ctx.nb, ctx.name(op)
@@ -422,7 +422,7 @@ def mirror_pad(ctx, op):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("TILE", since=1, until=3, layers=("Merger", "Tile"))
+@REGISTRY.register("TILE", since=1, until=3, inputs=2, foldable=True, layers=("Merger", "Tile"))
 def tile(ctx, op):
     mult = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     if any(m < 0 for m in mult):
@@ -447,7 +447,7 @@ def tile(ctx, op):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("BROADCAST_TO", since=1, until=3, layers=("Reshape", "Merger"),
+@REGISTRY.register("BROADCAST_TO", since=1, until=3, inputs=2, foldable=True, layers=("Reshape", "Merger"),
                    notes="copies concatenated along the broadcast axes")
 def broadcast_to(ctx, op):
     target = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
@@ -558,7 +558,7 @@ def _check_gather(op, ctx):
     return None
 
 
-@REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
+@REGISTRY.register("GATHER", since=1, until=7, inputs=2, foldable=True, check=_check_gather,
                    layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant"),
                    notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
@@ -667,11 +667,13 @@ def _batch_space(ctx, op, to_batch: bool):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("SPACE_TO_BATCH_ND", since=1, until=4, check=_check_batch_space, layers=("SpaceToBatchNd",))
+@REGISTRY.register("SPACE_TO_BATCH_ND", since=1, until=4, inputs=3,
+                   check=_check_batch_space, layers=("SpaceToBatchNd",))
 def space_to_batch_nd(ctx, op):
     _batch_space(ctx, op, True)
 
 
-@REGISTRY.register("BATCH_TO_SPACE_ND", since=1, until=4, check=_check_batch_space, layers=("BatchToSpaceNd",))
+@REGISTRY.register("BATCH_TO_SPACE_ND", since=1, until=4, inputs=3,
+                   check=_check_batch_space, layers=("BatchToSpaceNd",))
 def batch_to_space_nd(ctx, op):
     _batch_space(ctx, op, False)
