@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import ArmnnImportError, ConversionError, LoadError
+from .errors import ArmnnImportError, ConversionError, LoadError, UnsupportedModelError
 from .gcpolicy import fewer_collections
 from .frontend import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
@@ -163,6 +163,9 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         from .report import io_summary
         report.inputs, report.outputs = io_summary(graph)
         _note_layouts(report, fe.name, options)
+    except UnsupportedModelError as e:
+        report.problems = [p.to_dict() for p in e.problems]  # with their reason codes
+        raise
     except ArmnnImportError:
         raise
     except RecursionError as e:

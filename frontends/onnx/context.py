@@ -24,7 +24,17 @@ def check_size(shape, what: str) -> None:
 
 class LoweringContext:
     """Mixed into the Converter; needs self.values, self.scalars, self.bool_float,
-    self.anchor, self.g, self.b and self.report."""
+    self.anchor, self.g, self.b and self.report. With them the Converter satisfies
+    armnn_import.context.ConverterContext (the contract shared with TFLite's Ctx)."""
+
+    @property
+    def target(self):
+        """The Arm NN format written (armnn_import.target.Target)."""
+        return self.g.target
+
+    def fold(self, node, k: int, value) -> None:
+        """Output k of `node` is the constant `value`, computed at conversion time."""
+        self.values[node.outputs[k]] = np.asarray(value)
 
     def has(self, node, i) -> bool:
         return i < len(node.inputs) and node.inputs[i] != ""

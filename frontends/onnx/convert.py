@@ -31,6 +31,7 @@ from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
 from armnn_import.limits import check_shape
 from armnn_import.lowering import NetBuilder, Unsupported
+from armnn_import.registry import Refusal
 
 from .context import MAX_RANK, LoweringContext, check_size
 from .float16 import NOTE as FLOAT16_NOTE
@@ -41,8 +42,6 @@ from .loader import load_model
 from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
 from .quant import QuantState
-from armnn_import.registry import Refusal
-
 from .registry import RANDOM_OPS
 from .upgrade import upgrade_if_old
 
@@ -136,6 +135,8 @@ class ScanView:
 
 
 class Converter(LoweringContext):
+    registry = REGISTRY  # (armnn_import.context.ConverterContext)
+
     def __init__(self, model: onnx.ModelProto, options, report, mapped: dict | None = None):
         self.model, self.options, self.report = model, options, report
         self.mapped = mapped or {}  # large initializers left out of the proto (see wire.py)

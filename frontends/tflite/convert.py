@@ -71,7 +71,9 @@ class Ctx:
         from .ops import REGISTRY
 
         self.m, self.opts, self.report, self.registry = model, options, report, REGISTRY
-        self.nb = NetBuilder(Graph(options.target), report)
+        self.options = options
+        # the builder: `b`, as in ONNX's context (armnn_import.context.ConverterContext); `nb` is its old name
+        self.b = self.nb = NetBuilder(Graph(options.target), report)
         self.g = self.nb.g
         self.dequantize = bool(options.dequantize)
         self.ports: dict[int, Port] = {}
@@ -97,6 +99,11 @@ class Ctx:
         if dense:  # frontends/tflite/sparse.py
             report.decomposition("sparse constants", f"{len(dense)} densified at conversion (traversal order, "
                                  f"block map, DENSE/SPARSE_CSR levels); {model.densify_folded} DENSIFY folded")
+
+    @property
+    def target(self):
+        """The Arm NN format written (armnn_import.target.Target)."""
+        return self.g.target
 
     # -- tensors --------------------------------------------------------------------------
     def t(self, i: int) -> Tensor:
