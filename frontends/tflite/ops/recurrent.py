@@ -108,7 +108,7 @@ def _check_rnn(op, ctx):
 
 def _sequences(ctx, op, cells):
     """The output sequence of each cell (the second runs backwards), [T, B, H] or [B, T, H]."""
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     time_axis = 0 if op.options.get("time_major", False) else 1
     ctx.report.warn(f"{ctx.node(op)}: {op.op}'s state is a variable that LiteRT carries from one invocation "
@@ -153,7 +153,7 @@ def unidirectional_sequence_lstm(ctx, op):
 def bidirectional_sequence_lstm(ctx, op):
     fw, bw = _sequences(ctx, op, [_lstm_cell(ctx, op, 0), _lstm_cell(ctx, op, 17)])
     if op.options.get("merge_outputs"):
-        ctx.set(op, 0, ctx.nb.concat([fw, bw], 2, f"{ctx.name(op)}_merged"))
+        ctx.set(op, 0, ctx.b.concat([fw, bw], 2, f"{ctx.name(op)}_merged"))
     else:
         ctx.set(op, 0, fw)
         ctx.set(op, 1, bw)

@@ -55,7 +55,7 @@ def materialize(ctx, i, like):
         return quant_constant(ctx, like, ctx.const(i), q, f"{t.name}_const")
     if like.info.dtype != DataType.Float32 or (t.type not in (T.FLOAT32, T.FLOAT16) and t.quant is None):
         raise Unsupported(f"constant tensor {t.name!r} would need a Constant layer here")
-    return ctx.nb.constant(like, ctx.const(i), f"{t.name}_const")
+    return ctx.b.constant(like, ctx.const(i), f"{t.name}_const")
 
 
 # -- reshapes ---------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def _reshape_to(ctx, op, shape_fn):
         ctx.fold(op, 0, v.reshape(shape_fn(v.shape, v.size)))
         return
     p = ctx.port(x)
-    ctx.set(op, 0, ctx.nb.reshape(p, _scalar_shape(shape_fn(p.info.shape, p.info.num_elements)), ctx.name(op)))
+    ctx.set(op, 0, ctx.b.reshape(p, _scalar_shape(shape_fn(p.info.shape, p.info.num_elements)), ctx.name(op)))
 
 
 @REGISTRY.register("RESHAPE", since=1, until=1, foldable=True, layers=("Reshape",))
@@ -123,7 +123,7 @@ def transpose(ctx, op):
     x = ctx.port(op.inputs[0])
     if sorted(perm) != list(range(x.info.rank)):
         raise Unsupported(f"perm {perm} is not a permutation of rank {x.info.rank}")
-    ctx.set(op, 0, ctx.nb.permute(x, perm, ctx.name(op)))
+    ctx.set(op, 0, ctx.b.permute(x, perm, ctx.name(op)))
 
 
 @REGISTRY.register("SHAPE", since=1, until=1, types="free", layers=(), notes="evaluated at conversion time")
@@ -138,7 +138,7 @@ _CASTS = (DataType.Float32, DataType.Signed32)  # run-time casts of the 23.08 Ca
 def _check_cast(op, ctx):
     if _all_const(ctx, op):
         return None
-    if not ctx.nb.g.target.has(LayerType.Cast):
+    if not ctx.b.g.target.has(LayerType.Cast):
         return ("a runtime type conversion; Arm NN's format has no Cast layer",
                 "convert with --target 23.08 (float32 <-> int32)")
     if ctx.dtype_of(op.inputs[0]) not in _CASTS or ctx.dtype_of(op.outputs[0]) not in _CASTS:
@@ -151,7 +151,7 @@ def _check_cast(op, ctx):
 def cast(ctx, op):
     from ..model import NP_TYPES
     if not _all_const(ctx, op):  # a Cast layer: float -> int truncates, as TFLite's static_cast
-        ctx.set(op, 0, ctx.nb.cast(ctx.port(op.inputs[0]), ctx.dtype_of(op.outputs[0]), ctx.name(op)))
+        ctx.set(op, 0, ctx.b.cast(ctx.port(op.inputs[0]), ctx.dtype_of(op.outputs[0]), ctx.name(op)))
         return
     ctx.fold(op, 0, np.asarray(_value(ctx, op.inputs[0])).astype(NP_TYPES[ctx.t(op.outputs[0]).type]))
 
@@ -160,7 +160,7 @@ def cast(ctx, op):
 def _concat(ctx, op, ports_or_consts, axis, name, q):
     ref = next(p for p in ports_or_consts if not isinstance(p, int))
     ports = [materialize(ctx, p, ref) if isinstance(p, int) else p for p in ports_or_consts]
-    return ctx.nb.concat(ports, axis, name, quant=q)
+    return ctx.b.concat(ports, axis, name, quant=q)
 
 
 @REGISTRY.register("CONCATENATION", since=1, until=4, foldable=True, types="all", layers=("Merger", "Concat"),
@@ -189,13 +189,13 @@ def pack(ctx, op):
         return
     rank = len(ctx.shape(op.inputs[0])) + 1
     axis = _axis(axis, rank)
-    if ctx.nb.target.has(LayerType.Stack) and not any(ctx.is_const(i) for i in op.inputs) and len(op.inputs) > 1:
+    if ctx.b.target.has(LayerType.Stack) and not any(ctx.is_const(i) for i in op.inputs) and len(op.inputs) > 1:
         ports = [ctx.port(i) for i in op.inputs]
-        dt, rich = ports[0].info.dtype, ctx.nb.target.at_least("23.08")
+        dt, rich = ports[0].info.dtype, ctx.b.target.at_least("23.08")
         # CpuRef's Stack types; 20.08's RefStackWorkload copies an axis-0 stack as float32 words
         if rank <= 5 and len({p.info.shape for p in ports}) == 1 and dt != DataType.Boolean \
                 and (rich or (dt != DataType.Signed32 and (axis or dt == DataType.Float32))):
-            ctx.set(op, 0, ctx.nb.stack(ports, axis, ctx.name(op), quant=ctx.out_quant(op)))
+            ctx.set(op, 0, ctx.b.stack(ports, axis, ctx.name(op), quant=ctx.out_quant(op)))
             return
     items = []
     for k, i in enumerate(op.inputs):
@@ -204,10 +204,10 @@ def pack(ctx, op):
             continue
         p = ctx.port(i)
         shape = ctx.t(i).shape if not ctx.overridden else p.info.shape
-        items.append(ctx.nb.reshape(p, tuple(shape[:axis]) + (1,) + tuple(shape[axis:]), f"{ctx.name(op)}_in{k}"))
+        items.append(ctx.b.reshape(p, tuple(shape[:axis]) + (1,) + tuple(shape[axis:]), f"{ctx.name(op)}_in{k}"))
     if any(isinstance(it, int) for it in items):
         raise Unsupported("packing constants with computed tensors")
-    ctx.set(op, 0, ctx.nb.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op)))
+    ctx.set(op, 0, ctx.b.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op)))
 
 
 @REGISTRY.register("UNPACK", since=1, until=4, multi_output=True, layers=("StridedSlice", "Reshape"))
@@ -217,13 +217,13 @@ def unpack(ctx, op):
     if x.info.shape[axis] != len(op.outputs):
         raise Unsupported(f"unpacking {x.info.shape[axis]} slices into {len(op.outputs)} outputs")
     shape = x.info.shape[:axis] + x.info.shape[axis + 1:]
-    parts = ctx.nb.split(x, axis, [1] * x.info.shape[axis], ctx.name(op))
+    parts = ctx.b.split(x, axis, [1] * x.info.shape[axis], ctx.name(op))
     for k, p in enumerate(parts):
-        ctx.set(op, k, ctx.nb.reshape(p, _scalar_shape(shape), ctx.name(op, k)))
+        ctx.set(op, k, ctx.b.reshape(p, _scalar_shape(shape), ctx.name(op, k)))
 
 
 def _split(ctx, op, x, axis, sizes):
-    parts = ctx.nb.split(x, axis, sizes, ctx.name(op))
+    parts = ctx.b.split(x, axis, sizes, ctx.name(op))
     for k, p in enumerate(parts):
         ctx.set(op, k, p)
 
@@ -284,8 +284,8 @@ def _apply_index(ctx, op, index):
             begin.append(i)
             end.append(i + 1)
             stride.append(1)
-    y = ctx.nb.slice(x, begin, end, stride, ctx.name(op))
-    ctx.set(op, 0, ctx.nb.reshape(y, _scalar_shape(out_shape), f"{ctx.name(op)}_shape"))
+    y = ctx.b.slice(x, begin, end, stride, ctx.name(op))
+    ctx.set(op, 0, ctx.b.reshape(y, _scalar_shape(out_shape), f"{ctx.name(op)}_shape"))
 
 
 def _check_strided_slice(op, ctx):
@@ -341,7 +341,7 @@ def _pads(ctx, op, rank):
                    notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float; the value in the "
                          "Pad layer from the 20.08 format on")
 def pad(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     pads = _pads(ctx, op, x.info.rank)
     if x.info.rank > 4:
@@ -377,7 +377,7 @@ def quant_pad(ctx, x, pads, name):
     with block 1 pads H and W with a true 0; other axes pad the positive and
     negative parts separately (each quantized with offset 0, exactly) and
     subtract them."""
-    nb = ctx.nb
+    nb = ctx.b
     q = (x.info.scale, x.info.offset)
     if x.info.rank == 4 and pads[0] == (0, 0) and pads[3] == (0, 0):
         ctx.report.decomposition("PAD (quantized)", "SpaceToBatchNd with block 1x1: pads with the zero point")
@@ -396,7 +396,7 @@ def quant_pad(ctx, x, pads, name):
 @REGISTRY.register("MIRROR_PAD", since=1, until=3, inputs=2, layers=("StridedSlice", "Merger", "Pad"),
                    notes="reversed StridedSlices concatenated per axis; one Pad from the 23.08 format on")
 def mirror_pad(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     y = ctx.port(op.inputs[0])
     symmetric = op.options.get("mode", 0) == 1
     pads = _pads(ctx, op, y.info.rank)
@@ -435,15 +435,15 @@ def tile(ctx, op):
         ctx.fold(op, 0, np.tile(v, mult))
         return
     y = ctx.port(op.inputs[0])
-    if ctx.nb.g.target.has(LayerType.Tile) and len(mult) == y.info.rank and all(m >= 1 for m in mult) \
+    if ctx.b.g.target.has(LayerType.Tile) and len(mult) == y.info.rank and all(m >= 1 for m in mult) \
             and through_float_exactly(y.info):
-        ctx.set(op, 0, ctx.nb.tile(y, mult, ctx.name(op)))
+        ctx.set(op, 0, ctx.b.tile(y, mult, ctx.name(op)))
         return
     if len(mult) != y.info.rank or any(m < 1 for m in mult) or sum(mult) > MAX_COPIES:
         raise Unsupported(f"multiples {mult} for a rank-{y.info.rank} input")
     for axis, m in enumerate(mult):
         if m > 1:
-            y = ctx.nb.concat([y] * m, axis, f"{ctx.name(op)}_{axis}")
+            y = ctx.b.concat([y] * m, axis, f"{ctx.name(op)}_{axis}")
     ctx.set(op, 0, y)
 
 
@@ -463,10 +463,10 @@ def broadcast_to(ctx, op):
         raise Unsupported(f"cannot broadcast {list(shape)} to {target}")
     if sum(target) > MAX_COPIES:
         raise Unsupported(f"broadcast to {target} needs too many copies")
-    y = ctx.nb.reshape(y, (1,) * (len(target) - len(shape)) + tuple(shape), f"{ctx.name(op)}_rank")
+    y = ctx.b.reshape(y, (1,) * (len(target) - len(shape)) + tuple(shape), f"{ctx.name(op)}_rank")
     for axis, n in enumerate(target):
         if y.info.shape[axis] != n:
-            y = ctx.nb.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
+            y = ctx.b.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
     ctx.set(op, 0, y)
 
 
@@ -494,7 +494,7 @@ def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
     """x.take(idx, axis) for constant 1-D indices, exactly: upsampling repeats by
     concatenation, runs by StridedSlices, anything longer by a FullyConnected
     with a 0/1 selection matrix. No Constant or Gather layer."""
-    nb = ctx.nb
+    nb = ctx.b
     shape = x.info.shape
     n = shape[axis]
     idx = np.asarray(idx, np.int64) % n
@@ -548,7 +548,7 @@ def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
 def _check_gather(op, ctx):
     if op.options.get("batch_dims", 0):
         return "batch_dims is not supported"
-    if not ctx.is_const(op.inputs[1]) and not ctx.nb.g.target.at_least("20.08"):
+    if not ctx.is_const(op.inputs[1]) and not ctx.b.g.target.at_least("20.08"):
         # Arm NN 20.08's deserializer reads a Gather descriptor this schema's GatherLayer lacks
         # (null pointer): a Gather layer crashes it.
         return ("indices computed at run time need a Gather layer, which Arm NN 20.08 cannot "
@@ -562,7 +562,7 @@ def _check_gather(op, ctx):
                    layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant"),
                    notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     xi, ii = op.inputs[:2]
     axis = op.options.get("axis", 0)
     if _all_const(ctx, op):
@@ -606,7 +606,7 @@ def _check_4d(op, ctx):
                    layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
                    notes="one DepthToSpace from the 20.08 format on")
 def depth_to_space(ctx, op):
-    nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
+    nb, name, b = ctx.b, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     if b < 1 or c % (b * b):
@@ -625,7 +625,7 @@ def depth_to_space(ctx, op):
                    layers=("SpaceToBatchNd", "Reshape", "Permute", "SpaceToDepth"),
                    notes="one SpaceToDepth from the 20.08 format on")
 def space_to_depth(ctx, op):
-    nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
+    nb, name, b = ctx.b, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     if b < 1 or h % b or w % b:
@@ -650,7 +650,7 @@ def _check_batch_space(op, ctx):
 
 
 def _batch_space(ctx, op, to_batch: bool):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     block = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     pairs = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
