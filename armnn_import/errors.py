@@ -43,10 +43,13 @@ class ArmnnImportError(Exception):
     exit_code = 1
     # True when what went wrong is a bug of armnn-import, not the model (the CLI's exit code 4)
     internal = False
+    # the reason code (REASON_CODES) of an error that refuses the model for one of those reasons
+    # (e.g. a ConversionError on a symbolic input dimension: dynamic-shape); None for the rest
+    code: str | None = None
 
     def lines(self) -> list[str]:
         """One line per problem, for the CLI."""
-        return [str(self)]
+        return [f"{self} [{self.code}]" if self.code else str(self)]
 
 
 class LoadError(ArmnnImportError):
@@ -102,6 +105,11 @@ class UnsupportedModelError(ArmnnImportError):
 class ConversionError(ArmnnImportError):
     """Conversion failed for a reason other than an unsupported operator
     (for example an unknown input dimension)."""
+
+    def __init__(self, message: str = "", code: str | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = check_code(code)
 
 
 class GraphError(ArmnnImportError):

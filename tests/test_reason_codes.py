@@ -193,3 +193,12 @@ def test_no_operator_is_both_refused_and_registered(fe):
     from armnn_import.catalogue import registries
     reg = registries([fe])[fe]
     assert reg.refusals() and not set(reg.refusals()) & set(reg.ops())
+
+
+def test_a_symbolic_input_dimension_is_a_dynamic_shape_error(tmp_path, capsys):
+    """Not a node's problem but the model's (a ConversionError): its line carries the code too."""
+    model = _onnx(tmp_path / "m.onnx", [h.make_node("Relu", ["x"], ["y"], name="relu")], [_vi("x", [1, "n"])])
+    rc, _, err = main(capsys, model, "-o", tmp_path / "m.armnn")
+    assert rc == 1 and err.splitlines() == [
+        f"armnn-import: error: {model}: input 'x': dimension 1 is symbolic ('n'); Arm NN needs static shapes, "
+        "give them with --input-shape x=d0,d1,... [dynamic-shape]"]

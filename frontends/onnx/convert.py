@@ -385,7 +385,7 @@ class Converter(LoweringContext):
             return shape
         if not tt.HasField("shape"):
             raise ConversionError(f"input {vi.name!r} has no shape in the model; give it with "
-                                  f"--input-shape {printable(vi.name)}=d0,d1,...")
+                                  f"--input-shape {printable(vi.name)}=d0,d1,...", code="dynamic-shape")
         shape = []
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -399,7 +399,8 @@ class Converter(LoweringContext):
             else:
                 what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
                 raise ConversionError(f"input {vi.name!r}: dimension {i} is {what}; Arm NN needs static "
-                                      f"shapes, give them with --input-shape {printable(vi.name)}=d0,d1,...")
+                                      f"shapes, give them with --input-shape {printable(vi.name)}=d0,d1,...",
+                                      code="dynamic-shape")
         return tuple(shape)
 
     def _infer_shapes(self) -> None:
