@@ -92,7 +92,7 @@ def format_text(regs: dict, target=None) -> str:
         out.append(f"{_title(name)}: {len({r[0] for r in table})} operators ({len(table)} version ranges)")
         for r in [header] + table:
             out.append("  " + "  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3])
-        refused = refusal_rows(reg)
+        refused = refusal_rows(reg) if target is None else []  # (a target's view lists what it takes)
         if refused:
             out.append(f"  refused on purpose ({len(refused)}):")
             width = max(len(r[0]) for r in refused)
