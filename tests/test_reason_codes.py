@@ -102,7 +102,10 @@ CASES = {
                                        [_vi("y", None, TP.INT64)]), "nonzero", "depends on the data")],
     "needs-constant": [
         ("m.onnx", lambda p, mp: _onnx(p, [h.make_node("Conv", ["x", "w"], ["y"], name="conv")],
-                                       _x() + [_vi("w", [2, 3, 1, 1])]), "conv", "must be a constant")],
+                                       _x() + [_vi("w", [2, 3, 1, 1])]), "conv", "must be a constant"),
+        ("m.tflite", lambda p, mp: _tflite(p, lambda mb: mb.output(mb.op(
+            "TILE", [mb.input("x", [1, 4]), mb.input("reps", [2], np.int32)], out_shape=(2, 4),
+            out_names=["tile"]))), "tile", "is not a constant")],
     "unsupported-type": [
         ("m.onnx", lambda p, mp: _onnx(p, [h.make_node("Relu", ["x"], ["y"], name="relu")],
                                        [_vi("x", [1, 4], TP.INT8)], [_vi("y", None, TP.INT8)]),

@@ -159,7 +159,7 @@ class Ctx:
             return np.asarray(self.folded[i]).astype(np.float32)
         t = self.m.tensors[i]
         if t.data is None:
-            raise Unsupported(f"tensor {t.name!r} must be a constant")
+            raise Unsupported(f"tensor {t.name!r} must be a constant", code="needs-constant")
         if t.quant is not None and t.type in (INT8, UINT8, INT32, INT16):
             return Q.dequantize(t.data, t.quant, t.shape)
         return t.data.astype(np.float32, copy=False)  # read-only for large constants (they alias the file)
@@ -168,11 +168,11 @@ class Ctx:
         """A constant integer parameter (axes, shapes, paddings) as int64."""
         if i < 0 or not self.is_const(i):
             name = self.m.tensors[i].name if i >= 0 else "(missing)"
-            raise Unsupported(f"parameter tensor {name!r} is not a constant")
+            raise Unsupported(f"parameter tensor {name!r} is not a constant", code="needs-constant")
         v = self.folded[i] if i in self.folded else self.m.tensors[i].data
         v = np.asarray(v)
         if v.dtype.kind not in "iub":
-            raise Unsupported(f"parameter tensor {self.m.tensors[i].name!r} is not integer")
+            raise Unsupported(f"parameter tensor {self.m.tensors[i].name!r} is not integer", code="bad-model")
         return v.astype(np.int64)
 
     def port(self, i: int) -> Port:
@@ -180,7 +180,8 @@ class Ctx:
             return self.ports[i]
         t = self.m.tensors[i]
         if self.is_const(i):
-            raise Unsupported(f"constant tensor {t.name!r} is used where Arm NN needs a computed tensor")
+            raise Unsupported(f"constant tensor {t.name!r} is used where Arm NN needs a computed tensor",
+                              code="inexpressible")
         raise ConversionError(f"tensor {t.name!r} is read before any operator computes it "
                               "(the model's operators are not in execution order)")
 
