@@ -66,8 +66,8 @@ class Problem:
     node: str
     reason: str
     hint: str = ""
-    internal: bool = False  # an unexpected exception while lowering: a bug, not a refusal
     code: str = ""          # one of REASON_CODES ("" -> "internal" or "inexpressible")
+    internal: bool = False  # an unexpected exception while lowering: a bug, not a refusal
 
     def __post_init__(self):
         self.code = check_code(self.code or ("internal" if self.internal else "inexpressible"))

@@ -46,13 +46,13 @@ class OpEntry:
     data_input: int = 0        # the input that holds the data, for the "same" rule
     state_inputs: tuple[int, ...] = ()  # variable tensors it reads as its initial state
 
-    def target_problem(self, target) -> tuple[str, str] | None:
-        """(reason, hint, code) when `target` (armnn_import.target.Target) is older than `needs`."""
+    def target_problem(self, target) -> Refusal | None:
+        """Why `target` (armnn_import.target.Target) cannot take it: older than `needs`."""
         if target.at_least(self.needs):
             return None
         return Refusal(f"needs the Arm NN {self.needs} format ({', '.join(self.layers)}); the {target} format "
-                "has no exact lowering",
-                f"convert with --target {self.needs} (read by Arm NN {self.needs} and later)", "needs-target")
+                       "has no exact lowering",
+                       f"convert with --target {self.needs} (read by Arm NN {self.needs} and later)", "needs-target")
 
     def covers(self, version: int) -> bool:
         return self.since <= version and (self.until is None or version <= self.until)
@@ -63,8 +63,9 @@ class OpEntry:
 
 
 class Refusal(tuple):
-    """(reason, hint, code): why an operator or node is refused. A tuple, so that code which
-    unpacks `reason, hint = r[:2]` or passes `*r` to Problem keeps working."""
+    """(reason, hint, code): why an operator or node is refused. A tuple, so that the checks'
+    older answers ((reason, hint)) and this one are read alike, and `Problem(op, node, *r)`
+    takes all three."""
 
     def __new__(cls, reason: str, hint: str = "", code: str = "inexpressible"):
         return super().__new__(cls, (reason, hint, check_code(code)))

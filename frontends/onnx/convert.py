@@ -431,7 +431,7 @@ class Converter(LoweringContext):
             self.opset = view.opset = node.opset
             problem = self._scan_node(node, view, const, ins)
             if problem:
-                self.problems.append(Problem(node.op, node.name, *problem[:2], code=problem.code))
+                self.problems.append(Problem(node.op, node.name, *problem))  # (reason, hint, code)
                 flagged.add(node.index)
             elif node.op == "Constant" and "value" in node.attrs and node.outputs:
                 try:
