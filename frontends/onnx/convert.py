@@ -607,7 +607,8 @@ class Converter(LoweringContext):
                 return v
             a = np.asarray(v).reshape(-1)
             if a.size != 1:
-                raise Unsupported(f"{what} has {a.size} elements; it must be a scalar (the model is invalid)")
+                raise Unsupported(f"{what} has {a.size} elements; it must be a scalar (the model is invalid)",
+                                  code="bad-model")
             return a[0]
         training = scalar(2, False, "training_mode")
         ratio = scalar(1, 0.5, "ratio")
@@ -629,10 +630,11 @@ class Converter(LoweringContext):
         have = self.lshape(p)
         if want is not None and None not in want and tuple(want) != tuple(have):
             if min(want, default=0) < 0:
-                raise Unsupported(f"ONNX shape inference gives {name!r} the shape {tuple(want)} (the model is invalid)")
+                raise Unsupported(f"ONNX shape inference gives {name!r} the shape {tuple(want)} (the model is invalid)",
+                                  code="bad-model")
             if name in self._declared():  # the model's own claim about the tensor is wrong
                 raise Unsupported(f"the model declares {name!r} of shape {tuple(want)}, but {node.op} computes "
-                                  f"{tuple(have)} (the model is invalid)")
+                                  f"{tuple(have)} (the model is invalid)", code="bad-model")
             raise LoweringBug(f"the lowering gives {name!r} the shape {have}, ONNX shape inference says {want}")
 
     def _declared(self) -> set[str]:
