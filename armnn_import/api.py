@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import ArmnnImportError, ConversionError, LoadError
+from .errors import ArmnnImportError, ConversionError, LoadError, UnsupportedModelError
 from .gcpolicy import fewer_collections
 from .plugin import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
@@ -132,6 +132,9 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
         from .report import io_summary
         report.inputs, report.outputs = io_summary(graph)
         _note_layouts(report, source_layout, io_layout)
+    except UnsupportedModelError as e:
+        report.problems = [p.to_dict() for p in e.problems]  # with their reason codes
+        raise
     except ArmnnImportError:
         raise
     except RecursionError as e:

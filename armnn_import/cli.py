@@ -3,7 +3,7 @@
     armnn-import MODEL [MODEL...] [-o OUT]        convert (the default command)
     armnn-import inspect FILE.armnn [--json]     describe a converted network
     armnn-import verify SOURCE FILE.armnn        compare with the source model's runtime
-    armnn-import ops [--format F] [--markdown]   list the supported operators
+    armnn-import ops [--format F] [--markdown|--json]  list the supported operators
 
 Only argparse and the standard library are imported at startup; the
 converter, numpy and the frontends are imported when a command needs them.
@@ -139,6 +139,8 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     o.add_argument("--format", metavar="FORMAT", help="only this model format (onnx or tflite)")
     o.add_argument("--markdown", action="store_true", help="print Markdown tables (docs/operators.md)")
+    o.add_argument("--json", action="store_true",
+                   help="print JSON: every entry with its refusals, the refused operators, the reason codes")
     o.add_argument("--target", choices=("19.02", "20.08", "23.08"), metavar="RELEASE",
                    help="only what the Arm NN format of this release can take (default: every operator, "
                         "each saying which target it needs)")
@@ -407,6 +409,9 @@ def cmd_convert(args, out: _Out) -> int:
         outcome.seconds = time.perf_counter() - t
         if out.errors[seen:]:
             outcome.extra["errors"] = out.errors[seen:]
+        if rc and args.report and not out.quiet and outcome.report is not None and outcome.report.problems:
+            from .report import format_summary  # the refusals counted by reason code
+            print(format_summary(outcome.report), file=sys.stderr, flush=True)
         outcomes.append(outcome)
         code = max(code, rc)
     if len(outcomes) > 1:
@@ -517,9 +522,16 @@ def cmd_ops(args, out: _Out) -> int:
         regs = registries([args.format] if args.format else None)
         if args.markdown and args.target:
             raise UsageError("--markdown lists every target's operators (give no --target)")
+        if args.markdown and args.json:
+            raise UsageError("--markdown and --json exclude each other")
         from .target import get
-        text = format_markdown(regs) if args.markdown else \
-            format_text(regs, get(args.target) if args.target else None)
+        target = get(args.target) if args.target else None
+        if args.json:
+            import json
+            from .catalogue import to_json
+            text = json.dumps(to_json(regs, target), indent=1) + "\n"
+        else:
+            text = format_markdown(regs) if args.markdown else format_text(regs, target)
         sys.stdout.write(text)
         sys.stdout.flush()
     return _run(run, args, out)

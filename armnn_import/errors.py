@@ -5,6 +5,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The reason codes: a small closed set, one on every problem (a refused node, input or output),
+# stable for scripts that sort refusals (the CLI line ends with "[code]", the JSON report and
+# `armnn-import ops --json` carry it). Wording of the reasons may change; the codes do not.
+REASON_CODES = {
+    "unsupported-op": "no converter for this operator, operator version or domain",
+    "inexpressible": "no exact lowering onto the Arm NN layers of the target format",
+    "needs-target": "exact only in a newer Arm NN format: convert with --target",
+    "bad-attribute": "an attribute or option value is invalid or out of range",
+    "bad-model": "the model is invalid or inconsistent (missing inputs, contradicting tensors)",
+    "dynamic-shape": "a shape is unknown before run time, or depends on the data",
+    "needs-constant": "an input Arm NN needs as a constant (weights, shape parameters) is computed at run time",
+    "unsupported-type": "a tensor type the Arm NN format cannot hold",
+    "internal": "a bug of armnn-import while lowering, not a refusal of the model",
+}
+
+
+def check_code(code: str) -> str:
+    """`code` if it is one of REASON_CODES (a typo in a converter fails at import, not in a report)."""
+    if code not in REASON_CODES:
+        raise ValueError(f"unknown reason code {code!r} (known: {', '.join(REASON_CODES)})")
+    return code
+
 
 def printable(text) -> str:
     """`text` with every non-printable character (newlines, escape sequences,
@@ -21,10 +43,13 @@ class ArmnnImportError(Exception):
     exit_code = 1
     # True when what went wrong is a bug of armnn-import, not the model (the CLI's exit code 4)
     internal = False
+    # the reason code (REASON_CODES) of an error that refuses the model for one of those reasons
+    # (e.g. a ConversionError on a symbolic input dimension: dynamic-shape); None for the rest
+    code: str | None = None
 
     def lines(self) -> list[str]:
         """One line per problem, for the CLI."""
-        return [str(self)]
+        return [f"{self} [{self.code}]" if self.code else str(self)]
 
 
 class LoadError(ArmnnImportError):
@@ -41,11 +66,22 @@ class Problem:
     node: str
     reason: str
     hint: str = ""
+    code: str = ""          # one of REASON_CODES ("" -> "internal" or "inexpressible")
     internal: bool = False  # an unexpected exception while lowering: a bug, not a refusal
+
+    def __post_init__(self):
+        self.code = check_code(self.code or ("internal" if self.internal else "inexpressible"))
 
     def __str__(self):
         s = f"{printable(self.op)} (node {self.node!r}): {printable(self.reason)}"
         return f"{s}; hint: {printable(self.hint)}" if self.hint else s
+
+    def line(self) -> str:
+        """The CLI's line: the problem and its reason code."""
+        return f"{self} [{self.code}]"
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "node": self.node, "code": self.code, "reason": self.reason, "hint": self.hint}
 
 
 class UnsupportedModelError(ArmnnImportError):
@@ -59,7 +95,7 @@ class UnsupportedModelError(ArmnnImportError):
                          "\n".join(f"  {p}" for p in self.problems))
 
     def lines(self) -> list[str]:
-        return [str(p) for p in self.problems]
+        return [p.line() for p in self.problems]
 
     @property
     def internal(self) -> bool:
@@ -69,6 +105,11 @@ class UnsupportedModelError(ArmnnImportError):
 class ConversionError(ArmnnImportError):
     """Conversion failed for a reason other than an unsupported operator
     (for example an unknown input dimension)."""
+
+    def __init__(self, message: str = "", code: str | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = check_code(code)
 
 
 class GraphError(ArmnnImportError):

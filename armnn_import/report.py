@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -28,6 +29,8 @@ class Report:
     # --fp16: the range check's inputs, bound and per-layer max |value| (fp16_range.RangeCheck)
     fp16_range: dict = field(default_factory=dict)
     float16_network: bool = False  # the frontend asks for a Float16 network (a float16 model)
+    # why the conversion was refused: {op, node, code (errors.REASON_CODES), reason, hint} per problem
+    problems: list[dict] = field(default_factory=list)
     # Called with each phase name as the phase starts (the CLI's progress bar); not reported.
     listener: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
     _groups: dict = field(default_factory=dict, repr=False, compare=False)  # output -> node entries
@@ -112,6 +115,10 @@ def format_summary(report: Report, layers: int | None = None) -> str:
     if report.target != "19.02":
         head += f", Arm NN {report.target} format"
     lines = [head + (f" -> {layers} layers" if layers is not None else "")]
+    if report.problems:
+        codes = Counter(p["code"] for p in report.problems)
+        lines.append(f"  refused: {len(report.problems)} problem{'s' if len(report.problems) != 1 else ''} ("
+                     + ", ".join(f"{code} {n}" for code, n in sorted(codes.items())) + ")")
     if report.decompositions:
         lines.append("  decomposed: " + ", ".join(sorted(report.decompositions)))
     if report.folded:

@@ -305,7 +305,8 @@ class UnsupportedFrontend(FakeFrontend):
     def convert(self, source, options, report):
         from armnn_import.errors import Problem, UnsupportedModelError
         raise UnsupportedModelError([Problem("Loop", "loop1", "control flow is not supported"),
-                                     Problem("NonZero", "nz", "data-dependent output shape", "fold it first")])
+                                     Problem("NonZero", "nz", "data-dependent output shape", "fold it first",
+                                             code="dynamic-shape")])
 
 
 def test_one_line_per_unsupported_node(tmp_path, frontends, capsys):
@@ -315,6 +316,7 @@ def test_one_line_per_unsupported_node(tmp_path, frontends, capsys):
     code, out, err = main(capsys, model, "-o", tmp_path / "m.armnn")
     assert (code, out) == (1, "")
     assert err.splitlines() == [
-        f"armnn-import: error: {model}: Loop (node 'loop1'): control flow is not supported",
-        f"armnn-import: error: {model}: NonZero (node 'nz'): data-dependent output shape; hint: fold it first"]
+        f"armnn-import: error: {model}: Loop (node 'loop1'): control flow is not supported [inexpressible]",
+        f"armnn-import: error: {model}: NonZero (node 'nz'): data-dependent output shape; hint: fold it first "
+        "[dynamic-shape]"]  # each line ends with the problem's reason code (the default: inexpressible)
     assert not (tmp_path / "m.armnn").exists()

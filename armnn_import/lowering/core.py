@@ -10,9 +10,9 @@ class Unsupported(Exception):
     """Raised by a converter when a node has no exact lowering; collected by
     the frontend into an UnsupportedModelError (never escapes the library)."""
 
-    def __init__(self, reason: str, hint: str = ""):
+    def __init__(self, reason: str, hint: str = "", code: str = "inexpressible"):
         super().__init__(reason)
-        self.reason, self.hint = reason, hint
+        self.reason, self.hint, self.code = reason, hint, code  # code: errors.REASON_CODES
 
 
 def inverse_perm(perm) -> tuple[int, ...]:

@@ -24,7 +24,17 @@ def check_size(shape, what: str) -> None:
 
 class LoweringContext:
     """Mixed into the Converter; needs self.values, self.scalars, self.bool_float,
-    self.anchor, self.g, self.b and self.report."""
+    self.anchor, self.g, self.b and self.report. With them the Converter satisfies
+    armnn_import.context.ConverterContext (the contract shared with TFLite's Ctx)."""
+
+    @property
+    def target(self):
+        """The Arm NN format written (armnn_import.target.Target)."""
+        return self.g.target
+
+    def fold(self, node, k: int, value) -> None:
+        """Output k of `node` is the constant `value`, computed at conversion time."""
+        self.values[node.outputs[k]] = np.asarray(value)
 
     def has(self, node, i) -> bool:
         return i < len(node.inputs) and node.inputs[i] != ""
@@ -45,16 +55,16 @@ class LoweringContext:
         if isinstance(v, Port):
             raise Unsupported(f"input {i} ({node.inputs[i]!r}{', ' + what if what else ''}) must be a constant, "
                               "but it is computed at run time",
-                              "Arm NN has no runtime weights or shape parameters")
+                              "Arm NN has no runtime weights or shape parameters", "needs-constant")
         if v is None or isinstance(v, list):
-            raise Unsupported(f"input {i} ({what or 'required'}) is missing")
+            raise Unsupported(f"input {i} ({what or 'required'}) is missing", code="bad-model")
         return v
 
     def port(self, node, i, dtypes=(DataType.Float32,)) -> Port:
         """Input i as a runtime tensor (a constant is materialised)."""
         v = self.val(node, i)
         if v is None:
-            raise Unsupported(f"input {i} is missing")
+            raise Unsupported(f"input {i} is missing", code="bad-model")
         if not isinstance(v, Port):
             v = self.materialize(v, self.name(node, f"in{i}"))
         if v.info.dtype == DataType.Boolean and not dtypes:
@@ -63,7 +73,7 @@ class LoweringContext:
             v = float01(self, v, self.name(node, f"in{i}_mask"))
         if dtypes and v.info.dtype not in dtypes:
             raise Unsupported(f"input {i} is a {v.info.dtype.name} tensor at run time; this lowering needs "
-                              + "/".join(d.name for d in dtypes))
+                              + "/".join(d.name for d in dtypes), code="unsupported-type")
         return v
 
     def shape(self, node, i) -> tuple:

@@ -31,6 +31,7 @@ from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
 from armnn_import.limits import check_shape
 from armnn_import.lowering import NetBuilder, Unsupported
+from armnn_import.registry import Refusal
 
 from .context import MAX_RANK, LoweringContext, check_size
 from .float16 import NOTE as FLOAT16_NOTE
@@ -41,7 +42,7 @@ from .loader import load_model
 from .nodes import Node, sparse_to_dense
 from .ops import REGISTRY
 from .quant import QuantState
-from .registry import RANDOM_OPS, REFUSED
+from .registry import RANDOM_OPS
 from .upgrade import upgrade_if_old
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -134,6 +135,8 @@ class ScanView:
 
 
 class Converter(LoweringContext):
+    registry = REGISTRY  # (armnn_import.context.ConverterContext)
+
     def __init__(self, model: onnx.ModelProto, options, report, mapped: dict | None = None):
         self.model, self.options, self.report = model, options, report
         self.mapped = mapped or {}  # large initializers left out of the proto (see wire.py)
@@ -233,7 +236,7 @@ class Converter(LoweringContext):
             out, changed = [], False
             for node in nodes:
                 body = None
-                if (node.domain in DEFAULT_DOMAINS and node.op not in REFUSED and node.op not in RANDOM_OPS
+                if (node.domain in DEFAULT_DOMAINS and REGISTRY.refusal(node.op) is None
                         and node.op not in PASS_THROUGH + SHAPE_OPS + ("Constant",)
                         and REGISTRY.lookup(node.op, node.opset) is None
                         and not all(not i or isinstance(self.values.get(i), np.ndarray) for i in node.inputs)):
@@ -328,14 +331,14 @@ class Converter(LoweringContext):
             tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
             if tt is None:
                 bad.append(Problem("input", vi.name, "is not a tensor (sequences, maps and optionals "
-                                                      "cannot be network inputs)"))
+                                                      "cannot be network inputs)", code="unsupported-type"))
                 continue
             dtype = INPUT_TYPES.get(tt.elem_type)
             if dtype is None:
                 bad.append(Problem("input", vi.name, f"has element type "
                                    f"{TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in TensorProto.DataType.values() else tt.elem_type}; "
                                    "Arm NN inputs here can be float32 (or int32/int64 indices, bool)",
-                                   "convert the model to float32"))
+                                   "convert the model to float32", code="unsupported-type"))
                 continue
             if tt.elem_type == TensorProto.INT64:
                 self.report.warn(f"input {vi.name!r} is int64 in ONNX; it becomes a Signed32 (int32) input")
@@ -382,7 +385,7 @@ class Converter(LoweringContext):
             return shape
         if not tt.HasField("shape"):
             raise ConversionError(f"input {vi.name!r} has no shape in the model; give it with "
-                                  f"--input-shape {printable(vi.name)}=d0,d1,...")
+                                  f"--input-shape {printable(vi.name)}=d0,d1,...", code="dynamic-shape")
         shape = []
         for i, d in enumerate(tt.shape.dim):
             if d.HasField("dim_value") and d.dim_value > 0:
@@ -396,7 +399,8 @@ class Converter(LoweringContext):
             else:
                 what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
                 raise ConversionError(f"input {vi.name!r}: dimension {i} is {what}; Arm NN needs static "
-                                      f"shapes, give them with --input-shape {printable(vi.name)}=d0,d1,...")
+                                      f"shapes, give them with --input-shape {printable(vi.name)}=d0,d1,...",
+                                      code="dynamic-shape")
         return tuple(shape)
 
     def _infer_shapes(self) -> None:
@@ -427,7 +431,7 @@ class Converter(LoweringContext):
             self.opset = view.opset = node.opset
             problem = self._scan_node(node, view, const, ins)
             if problem:
-                self.problems.append(Problem(node.op, node.name, *problem))
+                self.problems.append(Problem(node.op, node.name, *problem))  # (reason, hint, code)
                 flagged.add(node.index)
             elif node.op == "Constant" and "value" in node.attrs and node.outputs:
                 try:
@@ -445,16 +449,16 @@ class Converter(LoweringContext):
 
     def _scan_node(self, node, view, const, ins):
         if node.domain not in DEFAULT_DOMAINS and not self.quant.allows_domain(node):
-            return (f"operator domain {node.domain!r} is not supported",
-                    "only operators of the default ONNX domain can be converted")
+            return Refusal(f"operator domain {node.domain!r} is not supported",
+                           "only operators of the default ONNX domain can be converted", "unsupported-op")
         if node.op in RANDOM_OPS:
-            return ("random numbers cannot be reproduced by Arm NN", "")
+            return REGISTRY.refusal(node.op)
         missing = _missing(node)
         if missing:
-            return (f"required {', '.join(missing)} missing (the model is invalid)", "")
+            return Refusal(f"required {', '.join(missing)} missing (the model is invalid)", code="bad-model")
         too_many = _too_many_inputs(node)
         if too_many:
-            return (too_many, "")
+            return Refusal(too_many, code="bad-model")
         if node.op in PASS_THROUGH or node.op in SHAPE_OPS or all(i in const for i in ins):
             return None
         if node.op == "CastLike" and node.inputs and node.inputs[0] in const:
@@ -463,8 +467,10 @@ class Converter(LoweringContext):
         if entry is None:
             if node.op in REGISTRY.ops():
                 have = ", ".join(e.version_range for e in REGISTRY.entries() if e.op == node.op)
-                return (f"not supported at opset {self.opset} (supported opsets: {have})", "")
-            return (REFUSED.get(node.op, "no exact lowering onto Arm NN's layers"), "")
+                return Refusal(f"not supported at opset {self.opset} (supported opsets: {have})",
+                               code="unsupported-op")
+            return REGISTRY.refusal(node.op) or Refusal("no exact lowering onto Arm NN's layers",
+                                                        code="unsupported-op")
         if entry.target_problem(self.g.target):
             return entry.target_problem(self.g.target)
         if entry.check is not None:
@@ -473,9 +479,9 @@ class Converter(LoweringContext):
             except MemoryError:  # never a refusal: convert() reports it
                 raise
             except Exception as e:  # noqa: BLE001 - e.g. an attribute of the wrong type
-                r = f"invalid node ({type(e).__name__}: {str(e)[:200]})"
+                r = Refusal(f"invalid node ({type(e).__name__}: {str(e)[:200]})", code="bad-attribute")
             if r:
-                return (r, "") if isinstance(r, str) else tuple(r)
+                return Refusal(r) if isinstance(r, str) else Refusal(*r)
         return None
 
     # -- lowering -------------------------------------------------------------
@@ -486,7 +492,7 @@ class Converter(LoweringContext):
         try:
             self._lower(node)
         except Unsupported as e:
-            self.problems.append(Problem(node.op, node.name, e.reason, e.hint))
+            self.problems.append(Problem(node.op, node.name, e.reason, e.hint, code=e.code))
         except GraphError as e:
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered: {e}"))
         except (ArmnnImportError, MemoryError, LoweringBug):  # MemoryError: never a refusal, convert() reports it
@@ -524,7 +530,7 @@ class Converter(LoweringContext):
         if entry.check is not None:
             r = entry.check(node, self)
             if r:
-                raise Unsupported(*((r,) if isinstance(r, str) else r))
+                raise Unsupported(*((r,) if isinstance(r, str) else r))  # (reason, hint[, code])
         first = len(self.g.layers)
         out = entry.fn(self, node)
         outs = [out] if isinstance(out, (Port, np.ndarray)) else list(out)
@@ -601,7 +607,8 @@ class Converter(LoweringContext):
                 return v
             a = np.asarray(v).reshape(-1)
             if a.size != 1:
-                raise Unsupported(f"{what} has {a.size} elements; it must be a scalar (the model is invalid)")
+                raise Unsupported(f"{what} has {a.size} elements; it must be a scalar (the model is invalid)",
+                                  code="bad-model")
             return a[0]
         training = scalar(2, False, "training_mode")
         ratio = scalar(1, 0.5, "ratio")
@@ -623,10 +630,11 @@ class Converter(LoweringContext):
         have = self.lshape(p)
         if want is not None and None not in want and tuple(want) != tuple(have):
             if min(want, default=0) < 0:
-                raise Unsupported(f"ONNX shape inference gives {name!r} the shape {tuple(want)} (the model is invalid)")
+                raise Unsupported(f"ONNX shape inference gives {name!r} the shape {tuple(want)} (the model is invalid)",
+                                  code="bad-model")
             if name in self._declared():  # the model's own claim about the tensor is wrong
                 raise Unsupported(f"the model declares {name!r} of shape {tuple(want)}, but {node.op} computes "
-                                  f"{tuple(have)} (the model is invalid)")
+                                  f"{tuple(have)} (the model is invalid)", code="bad-model")
             raise LoweringBug(f"the lowering gives {name!r} the shape {have}, ONNX shape inference says {want}")
 
     def _declared(self) -> set[str]:
@@ -645,7 +653,8 @@ class Converter(LoweringContext):
             if v is None:
                 raise LoadError(f"graph output {vi.name!r} is produced by no node, input or initializer")
             if isinstance(v, list):
-                self.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors"))
+                self.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors",
+                                             code="unsupported-type"))
                 continue
             try:
                 if not isinstance(v, Port):
@@ -658,7 +667,7 @@ class Converter(LoweringContext):
                     v = self.g.add(LayerType.Reshape, f"{vi.name}_copy", [v],
                                    ReshapeDescriptor(v.info.shape)).out()
             except Unsupported as e:
-                self.problems.append(Problem("output", vi.name, e.reason, e.hint))
+                self.problems.append(Problem("output", vi.name, e.reason, e.hint, code=e.code))
                 continue
             except GraphError as e:
                 self.problems.append(Problem("output", vi.name, f"cannot be produced: {e}"))

@@ -37,7 +37,8 @@ def to_float32(model: onnx.ModelProto, mapped: dict, fp16_asked: bool) -> set[st
     edges = [("input", i) for i in g.input if i.name not in inits] + [("output", o) for o in g.output]
     mixed = [Problem(kind, vi.name, "is float32 while other inputs or outputs are float16; the Float16 "
                      "network this model becomes has no layer converting between the two",
-                     "give every float input and output the same type") for kind, vi in edges if _elem(vi) == F32]
+                     "give every float input and output the same type", code="unsupported-type")
+             for kind, vi in edges if _elem(vi) == F32]
     if mixed:
         raise UnsupportedModelError(mixed)
     casts: set[str] = set()

@@ -1,57 +1,50 @@
 """The ONNX operator registry and the pre-scan check helpers.
 
 A converter is `fn(ctx, node) -> Port | list[Port | ndarray]`; a check is
-`check(node, ctx) -> None | reason | (reason, hint)` and sees only what the
+`check(node, ctx) -> None | reason | (reason, hint) | Refusal(reason, hint, code)` and sees only what the
 pre-scan knows (attributes, which inputs are constant, constant values of
 initializers and Constant nodes, inferred shapes when available).
 """
 from __future__ import annotations
 
-from armnn_import.registry import OpRegistry
+from armnn_import.registry import OpRegistry, Refusal
 
 REGISTRY = OpRegistry("onnx")
 register = REGISTRY.register
 
-# ONNX operators with no exact lowering onto the 32 Arm NN layers, and why.
-# Only used to word the problem report; anything absent from the registry is refused.
-REFUSED = {
-    "Log": "no logarithm in Arm NN's early layer set",
-    "Softplus": "needs a logarithm: Arm NN 20.08 reads the SoftReLu activation as Sigmoid, and the "
-                "early layer set has no logarithm",
-    "LogSoftmax": "needs a logarithm, which Arm NN's early layer set lacks",
-    "ReduceLogSum": "needs a logarithm, which Arm NN's early layer set lacks",
-    "ReduceLogSumExp": "needs a logarithm, which Arm NN's early layer set lacks",
-    "Erf": "no error function in Arm NN's early layer set (Gelu with approximate='tanh' is supported)",
-    "Sin": "no trigonometric functions in Arm NN's early layer set",
-    "Cos": "no trigonometric functions in Arm NN's early layer set",
-    "Tan": "no trigonometric functions in Arm NN's early layer set",
-    "Round": "round-half-to-even has no exact lowering (Floor exists, but ties differ)",
-    "ArgMax": "no ArgMinMax layer in Arm NN's early layer set",
-    "ArgMin": "no ArgMinMax layer in Arm NN's early layer set",
-    "TopK": "no sorting in Arm NN's early layer set",
-    "NonZero": "output shape depends on the data",
-    "NonMaxSuppression": "output shape depends on the data",
-    "QuantizeLinear": "no Quantize layer in Arm NN's early layer set",
-    "DequantizeLinear": "no Dequantize layer in Arm NN's early layer set "
-                        "(only folded when its input is a constant)",
-    "ScatterND": "no scatter operation in Arm NN's early layer set",
-    "ScatterElements": "no scatter operation in Arm NN's early layer set",
-    "GatherElements": "no per-element gather in Arm NN's early layer set",
-    "GatherND": "no multi-dimensional gather in Arm NN's early layer set",
-    "CumSum": "no cumulative sum in Arm NN's early layer set",
-    "If": "control flow is only folded when every input it reads is constant",
-    "Loop": "control flow is only folded when every input it reads is constant",
-    "Scan": "control flow is only folded when every input it reads is constant",
-    "Mod": "no modulo operation in Arm NN's early layer set",
-    "BitShift": "no integer bit operations in Arm NN's early layer set",
-    "Einsum": "no general tensor contraction in Arm NN's early layer set",
-    "Hardmax": "needs ArgMax, which Arm NN's early layer set lacks",
-    "MaxUnpool": "needs a scatter, which Arm NN's early layer set lacks",
-    "MaxRoiPool": "no region-of-interest pooling in Arm NN's early layer set",
-    "RoiAlign": "no region-of-interest pooling in Arm NN's early layer set",
-}
+# ONNX operators with no exact lowering onto the 32 Arm NN layers, and why (the reason of a node
+# of theirs). Anything else unregistered is refused as unsupported-op. (Log, Sin, LogSoftmax,
+# ReduceLogSum, ArgMax/ArgMin and (De)QuantizeLinear were here too, before they had converters for
+# the richer targets: their entries refuse the older formats with needs-target, and no opset
+# lacks an entry, so these reasons were never shown. tests/test_reason_codes.py keeps the two apart.)
+REGISTRY.refuse("Softplus",
+                reason="needs a logarithm: Arm NN 20.08 reads the SoftReLu activation "
+                       "as Sigmoid, and the early layer set has no logarithm")
+REGISTRY.refuse("ReduceLogSumExp", reason="needs a logarithm, which Arm NN's early layer set lacks")
+REGISTRY.refuse("Erf",
+                reason="no error function in Arm NN's early "
+                       "layer set (Gelu with approximate='tanh' is supported)")
+REGISTRY.refuse("Cos", "Tan", reason="no trigonometric functions in Arm NN's early layer set")
+REGISTRY.refuse("Round", reason="round-half-to-even has no exact lowering (Floor exists, but ties differ)")
+REGISTRY.refuse("TopK", reason="no sorting in Arm NN's early layer set")
+REGISTRY.refuse("NonZero", "NonMaxSuppression",
+                reason="output shape depends on the data", code="dynamic-shape")
+REGISTRY.refuse("ScatterND", "ScatterElements", reason="no scatter operation in Arm NN's early layer set")
+REGISTRY.refuse("GatherElements", reason="no per-element gather in Arm NN's early layer set")
+REGISTRY.refuse("GatherND", reason="no multi-dimensional gather in Arm NN's early layer set")
+REGISTRY.refuse("CumSum", reason="no cumulative sum in Arm NN's early layer set")
+REGISTRY.refuse("If", "Loop", "Scan",
+                reason="control flow is only folded when every input it reads is constant")
+REGISTRY.refuse("Mod", reason="no modulo operation in Arm NN's early layer set")
+REGISTRY.refuse("BitShift", reason="no integer bit operations in Arm NN's early layer set")
+REGISTRY.refuse("Einsum", reason="no general tensor contraction in Arm NN's early layer set")
+REGISTRY.refuse("Hardmax", reason="needs ArgMax, which Arm NN's early layer set lacks")
+REGISTRY.refuse("MaxUnpool", reason="needs a scatter, which Arm NN's early layer set lacks")
+REGISTRY.refuse("MaxRoiPool", "RoiAlign", reason="no region-of-interest pooling in Arm NN's early layer set")
+# refused even when their inputs are constant (folding them would fix one draw)
 RANDOM_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                         "Bernoulli", "Multinomial"})
+REGISTRY.refuse(*sorted(RANDOM_OPS), reason="random numbers cannot be reproduced by Arm NN")
 
 
 def needs_const(*indices: int, what: str = ""):
@@ -60,10 +53,10 @@ def needs_const(*indices: int, what: str = ""):
     def check(node, ctx):
         for i in indices:
             if ctx.has(node, i) and not ctx.is_const(node, i):
-                return (f"input {i} ({node.inputs[i]!r}{', ' + what if what else ''}) must be a constant, "
-                        "but it is computed at run time",
-                        "Arm NN has no runtime weights or shape parameters; freeze this input "
-                        "(e.g. export with constant folding)")
+                return Refusal(f"input {i} ({node.inputs[i]!r}{', ' + what if what else ''}) must be a "
+                               "constant, but it is computed at run time",
+                               "Arm NN has no runtime weights or shape parameters; freeze this input "
+                               "(e.g. export with constant folding)", "needs-constant")
         return None
     return check
 

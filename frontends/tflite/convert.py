@@ -9,6 +9,7 @@ import numpy as np
 
 from armnn_import.errors import (ConversionError, GraphError, LoadError, Problem,
                                  UnsupportedModelError)
+from armnn_import.registry import OpEntry, Refusal
 from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
 from armnn_import.lowering import NetBuilder, Unsupported
@@ -17,23 +18,11 @@ from . import quant as Q
 from .model import TFModel, Tensor, load, read_model_file
 from .types import BOOL, FLOAT16, FLOAT32, INT8, INT16, INT32, INT64, UINT8  # noqa: F401
 
+_NO_FACTS = OpEntry("", 1, None, None, ())  # an operator with no entry: the default facts
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
-# Operators whose converters evaluate them when all their inputs are constants.
-FOLDABLE = {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "EQUAL", "GREATER", "LESS", "RESHAPE",
-            "BROADCAST_TO", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL",
-            "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CONCATENATION", "PACK", "STRIDED_SLICE", "SLICE",
-            "TILE", "GATHER", "CAST", "DEQUANTIZE", "QUANTIZE", "DENSIFY"}
-# Inputs an operator cannot do without (the rest are optional, or absent in old versions).
-REQUIRED_INPUTS = {
-    "CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "TRANSPOSE_CONV": 3, "FULLY_CONNECTED": 2,
-    "ADD": 2, "SUB": 2, "MUL": 2, "DIV": 2, "MAXIMUM": 2, "MINIMUM": 2, "EQUAL": 2, "GREATER": 2,
-    "LESS": 2, "GREATER_EQUAL": 2, "LESS_EQUAL": 2, "NOT_EQUAL": 2, "PRELU": 2, "EXPAND_DIMS": 2,
-    "TRANSPOSE": 2, "SPLIT": 2, "SPLIT_V": 3,
-    "STRIDED_SLICE": 4, "SLICE": 3, "PAD": 2, "PADV2": 2, "MIRROR_PAD": 2, "TILE": 2, "GATHER": 2,
-    "SPACE_TO_BATCH_ND": 3, "BATCH_TO_SPACE_ND": 3, "MEAN": 2, "SUM": 2, "REDUCE_MAX": 2,
-    "REDUCE_MIN": 2, "REDUCE_PROD": 2, "RESIZE_BILINEAR": 2, "RESIZE_NEAREST_NEIGHBOR": 2,
-    "SQUARED_DIFFERENCE": 2, "FLOOR_DIV": 2, "BROADCAST_TO": 2,
-}
+# The per-operator facts (required inputs, foldable, multi-output, type rule, state inputs) and
+# the refused operators with their reasons are on the registry (armnn_import.registry), set
+# where each operator is registered (ops/*.py).
 # Integer options and their valid ranges (None: unbounded). A file can hold any int32 there,
 # and Arm NN's descriptor fields are unsigned; values that fit but make no sense for the
 # tensors at hand (a stride past the output, a dilation past the input) are checked by the
@@ -42,30 +31,6 @@ OPTION_RANGES = {"stride_h": (1, None), "stride_w": (1, None), "dilation_h_facto
                  "dilation_w_factor": (1, None), "filter_height": (1, None), "filter_width": (1, None),
                  "block_size": (1, None), "radius": (0, None), "num_splits": (1, None), "padding": (0, 1),
                  "mode": (0, 1)}
-MULTI_OUTPUT = {"SPLIT", "SPLIT_V", "UNPACK", "BIDIRECTIONAL_SEQUENCE_LSTM"}
-# Variable tensors an operator reads as its initial state (ops/recurrent.py)
-STATE_INPUTS = {"UNIDIRECTIONAL_SEQUENCE_LSTM": (18, 19), "UNIDIRECTIONAL_SEQUENCE_RNN": (4,),
-                "BIDIRECTIONAL_SEQUENCE_LSTM": (35, 36, 37, 38)}
-# Type rules (see Ctx._type_problem): operators whose output type may differ from their input's,
-# operators all of whose inputs are data (the rest read data from one input: DATA_INPUT, else 0).
-TYPE_CHANGING = {"QUANTIZE", "DEQUANTIZE", "CAST", "SHAPE", "ARG_MAX", "ARG_MIN"}
-COMPARISONS = {"EQUAL", "GREATER", "LESS", "GREATER_EQUAL", "LESS_EQUAL", "NOT_EQUAL"}
-ALL_DATA = COMPARISONS | {"ADD", "SUB", "MUL", "DIV", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE", "FLOOR_DIV",
-                          "ADD_N", "PRELU", "CONCATENATION", "PACK"}
-DATA_INPUT = {"TRANSPOSE_CONV": 2, "SPLIT": 1}
-# Operators refused with a specific reason (anything else unregistered gets a generic one).
-REFUSED = {
-    "WHILE": "control flow (a WHILE loop over subgraphs) has no Arm NN equivalent",
-    "IF": "control flow (IF over subgraphs) has no Arm NN equivalent",
-    "CALL_ONCE": "calls another subgraph (resource initialisation); only the main subgraph is converted",
-    "CALL": "calls another subgraph; only the main subgraph is converted",
-    "LSTM": "recurrent cells have no Arm NN layer in this format", "SVDF": "no SVDF layer in this format",
-    "LOG": "no exact lowering (no Log activation)", "SIN": "no exact lowering", "COS": "no exact lowering",
-    "POW": "no exact lowering for a general power", "GELU": "no exact lowering (needs erf)",
-    "SELECT": "no select layer", "SELECT_V2": "no select layer",
-    "LOG_SOFTMAX": "no exact lowering (no Log activation)",
-    "ROUND": "rounds half to even; Floor(x + 0.5) would round halves up",
-}
 
 
 def convert(source, options, report) -> Graph:
@@ -106,7 +71,9 @@ class Ctx:
         from .ops import REGISTRY
 
         self.m, self.opts, self.report, self.registry = model, options, report, REGISTRY
-        self.nb = NetBuilder(Graph(options.target), report)
+        self.options = options
+        # the builder: `b`, as in ONNX's context (armnn_import.context.ConverterContext); `nb` is its old name
+        self.b = self.nb = NetBuilder(Graph(options.target), report)
         self.g = self.nb.g
         self.dequantize = bool(options.dequantize)
         self.ports: dict[int, Port] = {}
@@ -130,6 +97,11 @@ class Ctx:
             report.decomposition("sparse constants", f"{len(dense)} densified at conversion (traversal order, "
                                  f"block map, DENSE/SPARSE_CSR levels); {model.densify_folded} DENSIFY folded")
 
+    @property
+    def target(self):
+        """The Arm NN format written (armnn_import.target.Target)."""
+        return self.g.target
+
     # -- tensors --------------------------------------------------------------------------
     def t(self, i: int) -> Tensor:
         return self.m.tensors[i]
@@ -140,9 +112,13 @@ class Ctx:
         static = {t.index for t in self.m.tensors if t.data is not None}
         for op in self.m.operators:
             ins = [i for i in op.inputs if i >= 0]
-            if op.op == "SHAPE" or (op.op in FOLDABLE and ins and all(i in static for i in ins)):
+            if op.op == "SHAPE" or (self.facts(op).foldable and ins and all(i in static for i in ins)):
                 static.update(op.outputs)
         return static
+
+    def facts(self, op) -> OpEntry:
+        """The registry entry that holds `op`'s per-operator facts (defaults when it has none)."""
+        return self.registry.facts(op.op, op.version) or _NO_FACTS
 
     def is_const(self, i: int) -> bool:
         return i >= 0 and (i in self.folded or i in self.static)
@@ -180,7 +156,7 @@ class Ctx:
             return np.asarray(self.folded[i]).astype(np.float32)
         t = self.m.tensors[i]
         if t.data is None:
-            raise Unsupported(f"tensor {t.name!r} must be a constant")
+            raise Unsupported(f"tensor {t.name!r} must be a constant", code="needs-constant")
         if t.quant is not None and t.type in (INT8, UINT8, INT32, INT16):
             return Q.dequantize(t.data, t.quant, t.shape)
         return t.data.astype(np.float32, copy=False)  # read-only for large constants (they alias the file)
@@ -189,11 +165,11 @@ class Ctx:
         """A constant integer parameter (axes, shapes, paddings) as int64."""
         if i < 0 or not self.is_const(i):
             name = self.m.tensors[i].name if i >= 0 else "(missing)"
-            raise Unsupported(f"parameter tensor {name!r} is not a constant")
+            raise Unsupported(f"parameter tensor {name!r} is not a constant", code="needs-constant")
         v = self.folded[i] if i in self.folded else self.m.tensors[i].data
         v = np.asarray(v)
         if v.dtype.kind not in "iub":
-            raise Unsupported(f"parameter tensor {self.m.tensors[i].name!r} is not integer")
+            raise Unsupported(f"parameter tensor {self.m.tensors[i].name!r} is not integer", code="bad-model")
         return v.astype(np.int64)
 
     def port(self, i: int) -> Port:
@@ -201,7 +177,8 @@ class Ctx:
             return self.ports[i]
         t = self.m.tensors[i]
         if self.is_const(i):
-            raise Unsupported(f"constant tensor {t.name!r} is used where Arm NN needs a computed tensor")
+            raise Unsupported(f"constant tensor {t.name!r} is used where Arm NN needs a computed tensor",
+                              code="inexpressible")
         raise ConversionError(f"tensor {t.name!r} is read before any operator computes it "
                               "(the model's operators are not in execution order)")
 
@@ -282,14 +259,14 @@ class Ctx:
         for i in self.m.inputs:
             reason = self._io_reason(i)
             if reason:
-                problems.append(Problem("input", self.t(i).name, reason))
+                problems.append(Problem("input", self.t(i).name, reason, code="unsupported-type"))
         for op in self.m.operators:
             if op.index in self.skip:
                 continue
             r = self._check(op)
             if r:
-                reason, hint = r if isinstance(r, tuple) else (r, "")
-                problems.append(Problem(op.op, self.node(op), reason, hint))
+                reason, hint, code = _refusal(r)
+                problems.append(Problem(op.op, self.node(op), reason, hint, code=code))
         if problems:
             raise UnsupportedModelError(problems)
 
@@ -314,22 +291,54 @@ class Ctx:
 
     def _check(self, op):
         if op.op == "CUSTOM":
-            return f"custom operator {op.custom_code!r} has no Arm NN equivalent"
+            return Refusal(f"custom operator {op.custom_code!r} has no Arm NN equivalent", code="unsupported-op")
         entry = self.registry.lookup(op.op, op.version)
         if entry is None:
             versions = [e for e in self.registry.entries() if e.op == op.op]
             if versions:
-                return (f"operator version {op.version} is not supported "
-                        f"(known: {', '.join(e.version_range for e in versions)})")
-            return REFUSED.get(op.op, "no exact lowering onto Arm NN's 32 layer types")
+                return Refusal(f"operator version {op.version} is not supported "
+                               f"(known: {', '.join(e.version_range for e in versions)})", code="unsupported-op")
+            return self.registry.refusal(op.op) or Refusal("no exact lowering onto Arm NN's 32 layer types",
+                                                           code="unsupported-op")
         if entry.target_problem(self.nb.g.target):
             return entry.target_problem(self.nb.g.target)
-        need = REQUIRED_INPUTS.get(op.op, 1)
+        r = self._structure_problem(op, entry)
+        if r:
+            return Refusal(r, code="bad-model")
+        for i in op.inputs + op.outputs:
+            if i < 0:
+                continue
+            t = self.t(i)
+            if t.sparse:
+                return Refusal(f"tensor {t.name!r} is sparse but holds no constant data (only constants are "
+                               "densified)", code="unsupported-type")
+            if t.is_variable and i not in [op.inputs[k] for k in entry.state_inputs if k < len(op.inputs)]:
+                return f"tensor {t.name!r} is a variable (stateful models are not supported)"
+            if not self.is_const(i) and self.dtype_of(i) is None:
+                return Refusal(self._type_reason(t), code="unsupported-type")
+        r = _option_problem(op)
+        if r:
+            return Refusal(r, code="bad-attribute")
+        r = self._type_problem(op, entry)
+        if r:
+            return Refusal(r, code="unsupported-type")
+        if entry.check is not None:
+            try:
+                return entry.check(op, self)
+            except Unsupported as e:
+                return Refusal(e.reason, e.hint, e.code)
+            except (IndexError, ValueError, KeyError, TypeError) as e:
+                return Refusal(f"inconsistent operator: {type(e).__name__}: {e}", code="bad-model")
+        return None
+
+    def _structure_problem(self, op, entry):
+        """Why the operator's inputs and outputs make no sense (the model is invalid), or None."""
+        need = entry.inputs
         if len(op.inputs) < need or any(i < 0 for i in op.inputs[:need]):
             return f"needs {need} input tensors, has {sum(i >= 0 for i in op.inputs[:need])}"
         if not op.outputs:
             return "has no output tensor"
-        if len(op.outputs) > 1 and op.op not in MULTI_OUTPUT:
+        if len(op.outputs) > 1 and not entry.multi_output:
             return f"has {len(op.outputs)} output tensors, not 1"
         for o in op.outputs:
             t = self.t(o)
@@ -339,47 +348,27 @@ class Ctx:
                 return f"tensor {t.name!r} is written by more than one operator output"
             if o in self.m.inputs:
                 return f"writes to the model input {t.name!r}"
-        for i in op.inputs + op.outputs:
-            if i < 0:
-                continue
-            t = self.t(i)
-            if t.sparse:
-                return f"tensor {t.name!r} is sparse but holds no constant data (only constants are densified)"
-            if t.is_variable and i not in [op.inputs[k] for k in STATE_INPUTS.get(op.op, ()) if k < len(op.inputs)]:
-                return f"tensor {t.name!r} is a variable (stateful models are not supported)"
-            if not self.is_const(i) and self.dtype_of(i) is None:
-                return self._type_reason(t)
-        r = _option_problem(op) or self._type_problem(op)
-        if r:
-            return r
-        if entry.check is not None:
-            try:
-                return entry.check(op, self)
-            except Unsupported as e:
-                return (e.reason, e.hint)
-            except (IndexError, ValueError, KeyError, TypeError) as e:
-                return f"inconsistent operator: {type(e).__name__}: {e}"
         return None
 
-    def _type_problem(self, op):
+    def _type_problem(self, op, entry):
         """Arm NN layers take one data type and give it back (comparisons give Boolean):
         runtime data inputs of different types, or an output of another type, cannot be
         built (only QUANTIZE and friends change types, and they have their own rules)."""
-        if op.op in TYPE_CHANGING:
+        if entry.types == "free":
             return None
-        k = DATA_INPUT.get(op.op, 0)
-        ins = op.inputs if op.op in ALL_DATA else op.inputs[k:k + 1]
+        every = entry.types in ("all", "compare")
+        ins = op.inputs if every else op.inputs[entry.data_input:entry.data_input + 1]
         types = {self.dtype_of(i) for i in ins if i >= 0 and not self.is_const(i)}
         if len(types) > 1:
             return "inputs mix data types " + ", ".join(sorted(t.name for t in types))
         if not types:
             return None
-        want = DataType.Boolean if op.op in COMPARISONS else types.pop()
+        want = DataType.Boolean if entry.types == "compare" else types.pop()
         for o in op.outputs:
             if o not in self.static and self.dtype_of(o) != want:
                 return (f"output {self.t(o).name!r} is {self.dtype_of(o).name} for "
-                        f"{'inputs' if op.op in ALL_DATA else 'an input'} of type {want.name}"
-                        if op.op not in COMPARISONS else
+                        f"{'inputs' if every else 'an input'} of type {want.name}"
+                        if entry.types != "compare" else
                         f"output {self.t(o).name!r} is {self.dtype_of(o).name}, not Boolean")
         return None
 
@@ -424,7 +413,7 @@ class Ctx:
             try:
                 entry.fn(self, op)
             except Unsupported as e:
-                problems.append(Problem(op.op, self.node(op), e.reason, e.hint))
+                problems.append(Problem(op.op, self.node(op), e.reason, e.hint, code=e.code))
                 poisoned.update(op.outputs)
                 continue
             except GraphError as e:
@@ -511,10 +500,11 @@ class Ctx:
                 if src in self.folded and np.size(self.folded[src]) == 0:
                     raise UnsupportedModelError([Problem(
                         "output", t.name, f"the output is empty (shape {list(np.shape(self.folded[src]))}, "
-                        "as TFLite computes it); Arm NN tensors have no zero-size dimension")])
+                        "as TFLite computes it); Arm NN tensors have no zero-size dimension", code="inexpressible")])
                 if self.is_const(src):
                     raise UnsupportedModelError([Problem("output", t.name, "the output is a constant; "
-                                                         "Arm NN networks compute every output")])
+                                                         "Arm NN networks compute every output",
+                                                         code="inexpressible")])
                 raise ConversionError(f"output {t.name!r} is not computed by any operator")
             port = self.ports[src]
             if port.layer.type == LayerType.Input:  # Arm NN wants a layer between Input and Output
@@ -529,3 +519,10 @@ class Ctx:
                     self.report.quantization[-1]["decision"] += " (int8 + 128)"
             else:
                 self._note_io(o, "output")
+
+
+def _refusal(r) -> Refusal:
+    """A check's answer (a reason, (reason, hint) or a Refusal) as a Refusal."""
+    if isinstance(r, Refusal):
+        return r
+    return Refusal(r) if isinstance(r, str) else Refusal(*r)

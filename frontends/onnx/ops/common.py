@@ -51,7 +51,7 @@ def norm_axes(axes, rank: int, what: str = "axis") -> list[int]:
     for a in np.asarray(axes, dtype=np.int64).reshape(-1):
         a = int(a)
         if not -rank <= a < rank:
-            raise Unsupported(f"{what} {a} is out of range for a {rank}-D tensor")
+            raise Unsupported(f"{what} {a} is out of range for a {rank}-D tensor", code="bad-attribute")
         out.append(a % rank)
     if len(set(out)) != len(out):
         raise Unsupported(f"repeated {what}s {out}")

@@ -70,7 +70,7 @@ def _pads(ctx, node, nd, in_hw, kernel, strides, dilations):
     if auto == "VALID":
         return 0, 0, 0, 0
     if auto not in ("NOTSET", ""):
-        raise Unsupported(f"auto_pad {auto!r}")
+        raise Unsupported(f"auto_pad {auto!r}", code="bad-attribute")
     p = ctx.attr(node, "pads")
     if p is None:
         return 0, 0, 0, 0

@@ -4,6 +4,21 @@ from armnn_import.registry import OpRegistry
 
 REGISTRY = OpRegistry("tflite")
 
+# Operators refused with a specific reason (anything else unregistered is refused as unsupported-op).
+REGISTRY.refuse("WHILE", reason="control flow (a WHILE loop over subgraphs) has no Arm NN equivalent")
+REGISTRY.refuse("IF", reason="control flow (IF over subgraphs) has no Arm NN equivalent")
+REGISTRY.refuse("CALL_ONCE",
+                reason="calls another subgraph (resource initialisation); only the main subgraph is converted")
+REGISTRY.refuse("CALL", reason="calls another subgraph; only the main subgraph is converted")
+REGISTRY.refuse("LSTM", reason="recurrent cells have no Arm NN layer in this format")
+REGISTRY.refuse("SVDF", reason="no SVDF layer in this format")
+REGISTRY.refuse("LOG", "LOG_SOFTMAX", reason="no exact lowering (no Log activation)")
+REGISTRY.refuse("SIN", "COS", reason="no exact lowering")
+REGISTRY.refuse("POW", reason="no exact lowering for a general power")
+REGISTRY.refuse("GELU", reason="no exact lowering (needs erf)")
+REGISTRY.refuse("SELECT", "SELECT_V2", reason="no select layer")
+REGISTRY.refuse("ROUND", reason="rounds half to even; Floor(x + 0.5) would round halves up")
+
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
 from . import attention  # noqa: E402,F401  (GATHER at run time, BATCH_MATMUL, CAST, ARG_MAX)
 from . import conv3d  # noqa: E402,F401  (CONV_3D, the 23.08 target)

@@ -17,7 +17,7 @@ def gather_runtime(ctx, op, axis: int) -> None:
     the model's int32 input): one Gather layer. The indices must lie in [0, dim), as TFLite
     requires: Arm NN 20.08 fails on a negative one and reads out of bounds past the end, 23.08
     fails past the end."""
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     xi, ii = op.inputs[:2]
     indices = ctx.port(ii)
     if ctx.is_const(xi):
@@ -55,7 +55,7 @@ def _check_batch_matmul(op, ctx):
                    needs="23.08", notes="float32, two run-time operands")
 def batch_matmul(ctx, op):
     a, b = (ctx.port(i) for i in op.inputs[:2])
-    y = ctx.nb.batch_matmul(a, b, ctx.name(op), transpose_a=bool(op.options.get("adj_x", False)),
+    y = ctx.b.batch_matmul(a, b, ctx.name(op), transpose_a=bool(op.options.get("adj_x", False)),
                             transpose_b=bool(op.options.get("adj_y", False)))
     ctx.set(op, 0, y)
 
@@ -74,11 +74,11 @@ def _arg(function):
         axis = int(ctx.ints(op.inputs[1]).reshape(-1)[0])
         if not -x.info.rank <= axis < x.info.rank:
             raise Unsupported(f"axis {axis} out of range for rank {x.info.rank}")
-        ctx.set(op, 0, ctx.nb.arg_min_max(x, axis, function, ctx.name(op)))
+        ctx.set(op, 0, ctx.b.arg_min_max(x, axis, function, ctx.name(op)))
     convert.__name__ = f"arg_{function.name.lower()}"
     return convert
 
 
 for _op, _fn in (("ARG_MAX", ArgMinMaxFunction.Max), ("ARG_MIN", ArgMinMaxFunction.Min)):
-    REGISTRY.register(_op, since=1, until=3, check=_check_arg, layers=("ArgMinMax",), needs="20.08",
+    REGISTRY.register(_op, since=1, until=3, types="free", check=_check_arg, layers=("ArgMinMax",), needs="20.08",
                       notes="int32 output; ties give the first index")(_arg(_fn))

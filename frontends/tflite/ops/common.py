@@ -35,7 +35,7 @@ def quant_constant(ctx, like, values, quant, name):
     """A quantized constant tensor without a Constant layer: one element of `like`
     through a FullyConnected whose weights are zero and whose Signed32 bias holds
     the values at 1/1024 of the output step, so they encode exactly."""
-    nb = ctx.nb
+    nb = ctx.b
     values = Q.finite(np.asarray(values, np.float64), f"constant {name!r}")
     scale, offset = quant if quant is not None else Q.covering_quant(float(values.min()), float(values.max()))
     one = nb.reshape(nb.slice(like, [0] * like.info.rank, [1] * like.info.rank, [1] * like.info.rank,

@@ -108,7 +108,7 @@ def _per_axis_conv(ctx, op, x, wi, bi, to_oihw, w_axis, q, name, **geometry):
     if found is None:
         return None
     w, scales, b = found
-    return perchannel.conv2d(ctx.nb, x, to_oihw(w), scales, b, q, name, layout=NHWC, **geometry)
+    return perchannel.conv2d(ctx.b, x, to_oihw(w), scales, b, q, name, layout=NHWC, **geometry)
 
 
 def _const_weights(op, ctx, k=1):
@@ -138,7 +138,7 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
     (converted by `to_oihw`) and an optional bias tensor; returns the port
     before the fused activation."""
     name = name or ctx.name(op)
-    nb, q = ctx.nb, ctx.out_quant(op)
+    nb, q = ctx.b, ctx.out_quant(op)
     bias = ctx.const(bi) if bi >= 0 else None
     cout = ctx.shape(wi)[0] if op.op != "DEPTHWISE_CONV_2D" else ctx.shape(wi)[3]
     if bias is not None and bias.size != cout:
@@ -177,7 +177,7 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
     return nb.permute(y, (0, 2, 3, 1), f"{name}_to_nhwc")
 
 
-@REGISTRY.register("CONV_2D", since=1, until=8, check=_check_conv,
+@REGISTRY.register("CONV_2D", since=1, until=8, inputs=2, check=_check_conv,
                    layers=("Convolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd", "BatchToSpaceNd",
                            "FullyConnected", "Permute", "Reshape", "Pad", "StridedSlice", "Merger", "Activation"),
                    notes="dilation via SpaceToBatchNd/BatchToSpaceNd; float bias as an Addition of a per-channel constant, "
@@ -204,7 +204,7 @@ def conv_2d(ctx, op):
     ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], ctx.name(op), ctx.out_quant(op)))
 
 
-@REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, check=_check_conv,
+@REGISTRY.register("DEPTHWISE_CONV_2D", since=1, until=7, inputs=2, check=_check_conv,
                    layers=("DepthwiseConvolution2d", "Addition", "BatchNormalization", "SpaceToBatchNd",
                            "BatchToSpaceNd", "Pad", "Reshape", "FullyConnected", "StridedSlice", "Activation",
                            "Merger", "Convolution2d", "Permute"),
@@ -244,14 +244,14 @@ def _check_transpose_conv(op, ctx):
     return None
 
 
-@REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, check=_check_transpose_conv,
+@REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, inputs=3, data_input=2, check=_check_transpose_conv,
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
                            "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
                            "StridedSlice"),
                    notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
-    o, nb, name = op.options, ctx.nb, ctx.name(op)
+    o, nb, name = op.options, ctx.b, ctx.name(op)
     out_shape = [int(v) for v in ctx.ints(op.inputs[0]).reshape(-1)]
     wi = op.inputs[1]
     x = ctx.port(op.inputs[2])
@@ -302,12 +302,12 @@ def _check_fc(op, ctx):
     return _const_weights(op, ctx)
 
 
-@REGISTRY.register("FULLY_CONNECTED", since=1, until=13, check=_check_fc,
+@REGISTRY.register("FULLY_CONNECTED", since=1, until=13, inputs=2, check=_check_fc,
                    layers=("FullyConnected", "Reshape", "Merger", "Activation", "Convolution2d"),
                    notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
                          "per run of channels sharing a scale (up to 64)")
 def fully_connected(ctx, op):
-    o, nb, name = op.options, ctx.nb, ctx.name(op)
+    o, nb, name = op.options, ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     wi = op.inputs[1]
     bi = op.inputs[2] if len(op.inputs) > 2 else -1
@@ -337,7 +337,7 @@ def fully_connected(ctx, op):
 def _quant_fc(ctx, x2, wi, bi, name, q):
     """A quantized FULLY_CONNECTED: per-channel int8 weights exact as one FullyConnected per run
     of output channels sharing a scale (joined by a Merger), else per-tensor weights."""
-    nb = ctx.nb
+    nb = ctx.b
     exact = per_channel_weights(ctx, wi, 0)
     runs = None if exact is None else channel_runs(exact[1], exact[2], exact[0].shape[0])
     if runs is None:
@@ -375,7 +375,7 @@ def _quant_average(ctx, op, x, k, strides, pads, q, name):
     rounds half away from zero relative to the zero point; so the pool runs on the bytes read as
     scale 1 and zero point 0 (uint8) or 128 (int8, whose raw 0 is uint8 128), where every sum
     is an exact integer and every tie exact, and the result is read back with the model's."""
-    nb = ctx.nb
+    nb = ctx.b
     raw0 = 128 if ctx.t(op.inputs[0]).type == Q.INT8 else 0
     if (x.info.scale, x.info.offset) != (float(np.float32(q[0])), q[1]):  # LiteRT requires them equal
         return nb.pool2d(x, PoolingAlgorithm.Average, k, name, strides=strides, pads=pads, layout=NHWC,
@@ -390,7 +390,7 @@ def _quant_average(ctx, op, x, k, strides, pads, q, name):
 
 def _pool(algo):
     def convert(ctx, op):
-        o, nb, name = op.options, ctx.nb, ctx.name(op)
+        o, nb, name = op.options, ctx.b, ctx.name(op)
         x = ctx.port(op.inputs[0])
         k = (o["filter_height"], o["filter_width"])
         strides = (o["stride_h"], o["stride_w"])

@@ -38,6 +38,6 @@ def conv_3d(ctx, op):
     strides = (o["stride_d"], o["stride_h"], o["stride_w"])
     dil = (o["dilation_d_factor"], o["dilation_h_factor"], o["dilation_w_factor"])
     pads = [pads_1d(o["padding"], size, k, s, d) for size, k, s, d in zip(x.info.shape[1:4], w.shape[:3], strides, dil)]
-    y = ctx.nb.conv3d(x, w.transpose(4, 3, 0, 1, 2), bias, name, strides=strides, dilations=dil,
+    y = ctx.b.conv3d(x, w.transpose(4, 3, 0, 1, 2), bias, name, strides=strides, dilations=dil,
                       pads=tuple(p[0] for p in pads) + tuple(p[1] for p in pads), layout=DataLayout.NDHWC)
     ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, ctx.out_quant(op)))

@@ -5,7 +5,7 @@ import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import DataType
-from armnn_import.ir.types import LayerType as LT
+from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, safe_constant
@@ -17,9 +17,9 @@ from .common import float_only as _float_only
 from .common import fold_size as _fold_size
 from .common import quant_constant
 
-NUMPY = {LT.Addition: np.add, LT.Subtraction: np.subtract, LT.Multiplication: np.multiply,
-         LT.Division: np.divide, LT.Maximum: np.maximum, LT.Minimum: np.minimum,
-         LT.Equal: np.equal, LT.Greater: np.greater}
+NUMPY = {L.Addition: np.add, L.Subtraction: np.subtract, L.Multiplication: np.multiply,
+         L.Division: np.divide, L.Maximum: np.maximum, L.Minimum: np.minimum,
+         L.Equal: np.equal, L.Greater: np.greater}
 
 
 def _per_channel(c: np.ndarray, shape) -> np.ndarray | None:
@@ -34,36 +34,36 @@ def _per_channel(c: np.ndarray, shape) -> np.ndarray | None:
 def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None):
     """x (op) c for a quantized x: scalars become Linear/BoundedReLu, per-channel
     constants a BatchNormalization, computing straight into the output quantization."""
-    nb = ctx.nb
+    nb = ctx.b
     if np.broadcast_shapes(c.shape, x.info.shape) != x.info.shape:
         raise Unsupported("a constant operand that broadcasts the input to a larger shape")
     flat = c.reshape(-1)
     if flat.size and np.all(flat == flat[0]):
         v = float(flat[0])
-        if ltype == LT.Addition:
+        if ltype == L.Addition:
             return nb.linear(x, 1.0, v, name, quant=q)
-        if ltype == LT.Subtraction:
+        if ltype == L.Subtraction:
             return nb.linear(x, -1.0, v, name, quant=q) if const_first else nb.linear(x, 1.0, -v, name, quant=q)
-        if ltype == LT.Multiplication:
+        if ltype == L.Multiplication:
             return nb.linear(x, v, 0.0, name, quant=q)
-        if ltype == LT.Division and not const_first and v != 0:
+        if ltype == L.Division and not const_first and v != 0:
             return nb.linear(x, 1.0 / v, 0.0, name, quant=q)
-        if ltype == LT.Maximum:
+        if ltype == L.Maximum:
             return nb.clamp(x, v, np.inf, name, quant=q)
-        if ltype == LT.Minimum:
+        if ltype == L.Minimum:
             return nb.clamp(x, -np.inf, v, name, quant=q)
-        if ltype in (LT.Equal, LT.Greater):
+        if ltype in (L.Equal, L.Greater):
             level = v / x.info.scale + x.info.offset
             if level == round(level) and 0 <= level <= 255:  # the constant is exactly representable
                 k = nb.fill_like(x, v, f"{name}_const")
                 return nb.binary(ltype, k, x, name) if const_first else nb.binary(ltype, x, k, name)
     per = _per_channel(c, x.info.shape)
-    if per is not None and ltype in (LT.Addition, LT.Subtraction, LT.Multiplication):
+    if per is not None and ltype in (L.Addition, L.Subtraction, L.Multiplication):
         one, zero = np.ones_like(per), np.zeros_like(per)
         axis = x.info.rank - 1
-        if ltype == LT.Multiplication:
+        if ltype == L.Multiplication:
             return nb.batchnorm(x, per, zero, axis, name, quant=q)
-        if ltype == LT.Addition:
+        if ltype == L.Addition:
             return nb.batchnorm(x, one, per, axis, name, quant=q)
         return nb.batchnorm(x, -one if const_first else one, per if const_first else -per, axis, name, quant=q)
     k = quant_constant(ctx, x, c, cquant, f"{name}_const")
@@ -81,7 +81,7 @@ def binary_op(ctx, op, ltype, swap=False):
     a, b = op.inputs[:2]
     if swap:
         a, b = b, a
-    name, q, nb = ctx.name(op), ctx.out_quant(op), ctx.nb
+    name, q, nb = ctx.name(op), ctx.out_quant(op), ctx.b
     ca, cb = ctx.is_const(a), ctx.is_const(b)
     if ca and cb:
         fold_binary(ctx, op, NUMPY[ltype], a, b)
@@ -109,16 +109,17 @@ def _check_binary(op, ctx):
 # constants folded into Linear/BoundedReLu Activations or a BatchNormalization; a quantized one made by
 # a FullyConnected (StridedSlice, Reshape)
 _BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
-for _op, (_lt, _until) in {"ADD": (LT.Addition, 5), "SUB": (LT.Subtraction, 5), "MUL": (LT.Multiplication, 7),
-                           "DIV": (LT.Division, 2), "MAXIMUM": (LT.Maximum, 4),
-                           "MINIMUM": (LT.Minimum, 4)}.items():
-    REGISTRY.register(_op, since=1, until=_until, check=_check_binary, layers=(_lt.name,) + _BROADCAST,
+for _op, (_lt, _until) in {"ADD": (L.Addition, 5), "SUB": (L.Subtraction, 5), "MUL": (L.Multiplication, 7),
+                           "DIV": (L.Division, 2), "MAXIMUM": (L.Maximum, 4),
+                           "MINIMUM": (L.Minimum, 4)}.items():
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="all", check=_check_binary,
+                      layers=(_lt.name,) + _BROADCAST,
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
-for _op, (_lt, _swap, _until) in {"EQUAL": (LT.Equal, False, 4), "GREATER": (LT.Greater, False, 2),
-                                  "LESS": (LT.Greater, True, 2)}.items():
-    REGISTRY.register(_op, since=1, until=_until, layers=(_lt.name,),
+for _op, (_lt, _swap, _until) in {"EQUAL": (L.Equal, False, 4), "GREATER": (L.Greater, False, 2),
+                                  "LESS": (L.Greater, True, 2)}.items():
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="compare", layers=(_lt.name,),
                       notes="LESS(a, b) is Greater(b, a)" if _swap else "")(
         lambda ctx, op, _lt=_lt, _swap=_swap: binary_op(ctx, op, _lt, _swap))
 
@@ -127,7 +128,7 @@ def _compare_const(ctx, x, c, name):
     """The constant operand of a comparison as a Port like x (exact: see lowering.compare)."""
     c = c.reshape((1,) * (x.info.rank - c.ndim) + c.shape) if c.ndim < x.info.rank else c
     if x.info.dtype == DataType.Float32:
-        return safe_constant(ctx.nb, x, c, name)
+        return safe_constant(ctx.b, x, c, name)
     if not x.info.dtype.is_quantized:
         raise Unsupported(f"a {x.info.dtype.name} comparison with a constant operand "
                           "(this format has integer constants only as Constant layers)")
@@ -149,7 +150,7 @@ def compare_op(ctx, op, kind):
     pb = None if ctx.is_const(b) else ctx.port(b)
     pa = pa if pa is not None else _compare_const(ctx, pb, ctx.const(a), f"{name}_a")
     pb = pb if pb is not None else _compare_const(ctx, pa, ctx.const(b), f"{name}_b")
-    ctx.set(op, 0, COMPARE[kind](ctx.nb, pa, pb, name))
+    ctx.set(op, 0, COMPARE[kind](ctx.b, pa, pb, name))
 
 
 # versions past 1 add int8 and int16 operands, whose tensors the type checks accept or refuse
@@ -158,31 +159,34 @@ for _op, (_kind, _until, _layers) in {"GREATER_EQUAL": ("ge", 3, ("Maximum", "Eq
                                       "NOT_EQUAL": ("ne", 3, ("Maximum", "Minimum", "Activation", "Addition",
                                                               "Greater"))}.items():
     # the richer formats' Comparison; NOT_EQUAL's NaN constants are quantized by a FullyConnected
-    REGISTRY.register(_op, since=1, until=_until, layers=_layers + ("Comparison",) + (
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="compare",
+                      layers=_layers + ("Comparison",) + (
                           ("FullyConnected", "Reshape", "StridedSlice") if _kind == "ne" else ()),
                       notes={"ge": "Equal(Maximum(b, a), a)", "le": "Equal(Minimum(b, a), a)",
                              "ne": "Greater(max, min) with NaN sent to +-inf (NaN-exact)"}[_kind])(
         lambda ctx, op, _kind=_kind: compare_op(ctx, op, _kind))
 
 
-@REGISTRY.register("SQUARED_DIFFERENCE", since=1, until=2, check=lambda op, ctx: _float_only(op, ctx),
+@REGISTRY.register("SQUARED_DIFFERENCE", since=1, until=2, inputs=2, types="all",
+                   check=lambda op, ctx: _float_only(op, ctx),
                    layers=("Subtraction", "Activation"))
 def squared_difference(ctx, op):
     a, b = op.inputs[:2]
-    name, nb = ctx.name(op), ctx.nb
+    name, nb = ctx.name(op), ctx.b
     if ctx.is_const(a) and ctx.is_const(b):
         fold_binary(ctx, op, lambda x, y: np.square(x - y), a, b)
         return
     if ctx.is_const(a) or ctx.is_const(b):
         x, c = (ctx.port(b), ctx.const(a)) if ctx.is_const(a) else (ctx.port(a), ctx.const(b))
-        d = nb.binary_const(LT.Subtraction, x, c, f"{name}_diff", const_first=ctx.is_const(a),
+        d = nb.binary_const(L.Subtraction, x, c, f"{name}_diff", const_first=ctx.is_const(a),
                             channel_axis=x.info.rank - 1)
     else:
-        d = nb.binary(LT.Subtraction, ctx.port(a), ctx.port(b), f"{name}_diff")
+        d = nb.binary(L.Subtraction, ctx.port(a), ctx.port(b), f"{name}_diff")
     ctx.set(op, 0, nb.activation(d, AF.Square, name))
 
 
-@REGISTRY.register("FLOOR_DIV", since=1, until=3, check=lambda op, ctx: _float_only(op, ctx) or (
+@REGISTRY.register("FLOOR_DIV", since=1, until=3, inputs=2, types="all",
+                   check=lambda op, ctx: _float_only(op, ctx) or (
     "integer floor division (Arm NN divides in float)" if ctx.t(op.outputs[0]).type != T.FLOAT32 else None),
     layers=("Division", "Floor"))
 def floor_div(ctx, op):
@@ -192,21 +196,21 @@ def floor_div(ctx, op):
         return
     name = ctx.name(op)
     if ctx.is_const(b):
-        q = ctx.nb.binary_const(LT.Division, ctx.port(a), ctx.const(b), f"{name}_div")
+        q = ctx.b.binary_const(L.Division, ctx.port(a), ctx.const(b), f"{name}_div")
     elif ctx.is_const(a):
-        q = ctx.nb.binary_const(LT.Division, ctx.port(b), ctx.const(a), f"{name}_div", const_first=True)
+        q = ctx.b.binary_const(L.Division, ctx.port(b), ctx.const(a), f"{name}_div", const_first=True)
     else:
-        q = ctx.nb.binary(LT.Division, ctx.port(a), ctx.port(b), f"{name}_div")
-    ctx.set(op, 0, ctx.nb.add(LT.Floor, name, [q]))
+        q = ctx.b.binary(L.Division, ctx.port(a), ctx.port(b), f"{name}_div")
+    ctx.set(op, 0, ctx.b.add(L.Floor, name, [q]))
 
 
-@REGISTRY.register("ADD_N", since=1, until=1, layers=("Addition",))
+@REGISTRY.register("ADD_N", since=1, until=1, types="all", layers=("Addition",))
 def add_n(ctx, op):
     y = ctx.port(op.inputs[0])
     for k, i in enumerate(op.inputs[1:], 1):
         name = ctx.name(op) if k == len(op.inputs) - 1 else f"{ctx.name(op)}_{k}"
-        y = ctx.nb.binary_const(LT.Addition, y, ctx.const(i), name) if ctx.is_const(i) else \
-            ctx.nb.binary(LT.Addition, y, ctx.port(i), name)
+        y = ctx.b.binary_const(L.Addition, y, ctx.const(i), name) if ctx.is_const(i) else \
+            ctx.b.binary(L.Addition, y, ctx.port(i), name)
     ctx.set(op, 0, y)
 
 
@@ -214,14 +218,14 @@ def add_n(ctx, op):
 def _activation(fn, a=0.0, b=0.0):
     def convert(ctx, op):
         x = ctx.port(op.inputs[0])
-        ctx.set(op, 0, ctx.nb.activation(x, fn, ctx.name(op), a, b, quant=ctx.out_quant(op)))
+        ctx.set(op, 0, ctx.b.activation(x, fn, ctx.name(op), a, b, quant=ctx.out_quant(op)))
     return convert
 
 
 def _clamp(lo, hi):
     def convert(ctx, op):
         x = ctx.port(op.inputs[0])
-        ctx.set(op, 0, ctx.nb.clamp(x, lo, hi, ctx.name(op), quant=ctx.out_quant(op)))
+        ctx.set(op, 0, ctx.b.clamp(x, lo, hi, ctx.name(op), quant=ctx.out_quant(op)))
     return convert
 
 
@@ -237,23 +241,23 @@ for _op, _lo, _hi, _until in (("RELU", 0.0, np.inf, 3), ("RELU6", 0.0, 6.0, 3), 
 @REGISTRY.register("NEG", since=1, until=2, layers=("Activation",), notes="Linear(a=-1)")
 def neg(ctx, op):
     x = ctx.port(op.inputs[0])
-    ctx.set(op, 0, ctx.nb.linear(x, -1.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
+    ctx.set(op, 0, ctx.b.linear(x, -1.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
 
 
 @REGISTRY.register("FLOOR", since=1, until=1, check=_float_only, layers=("Floor",))
 def floor(ctx, op):
-    ctx.set(op, 0, ctx.nb.add(LT.Floor, ctx.name(op), [ctx.port(op.inputs[0])]))
+    ctx.set(op, 0, ctx.b.add(L.Floor, ctx.name(op), [ctx.port(op.inputs[0])]))
 
 
 @REGISTRY.register("CEIL", since=1, until=1, check=_float_only,
                    layers=("Activation", "Floor", "ElementwiseUnary"),
                    notes="before --target 23.08: -floor(-x)")
 def ceil(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     if nb.g.target.has(UnaryOperation.Ceil):  # one exact layer
         ctx.set(op, 0, nb.unary(ctx.port(op.inputs[0]), UnaryOperation.Ceil, name))
         return
-    y = nb.add(LT.Floor, f"{name}_floor", [nb.linear(ctx.port(op.inputs[0]), -1.0, 0.0, f"{name}_negate")])
+    y = nb.add(L.Floor, f"{name}_floor", [nb.linear(ctx.port(op.inputs[0]), -1.0, 0.0, f"{name}_negate")])
     ctx.set(op, 0, nb.linear(y, -1.0, 0.0, name))
 
 
@@ -261,25 +265,25 @@ def ceil(ctx, op):
 def zeros_like(ctx, op):
     if ctx.t(op.outputs[0]).type not in (T.FLOAT32, T.UINT8, T.INT8):
         raise Unsupported("integer zeros (Arm NN computes activations in float)")
-    ctx.set(op, 0, ctx.nb.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
+    ctx.set(op, 0, ctx.b.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
 
 
 @REGISTRY.register("RSQRT", since=1, until=3, layers=("Rsqrt",))
 def rsqrt(ctx, op):
-    ctx.set(op, 0, ctx.nb.add(LT.Rsqrt, ctx.name(op), [ctx.port(op.inputs[0])], quant=ctx.out_quant(op)))
+    ctx.set(op, 0, ctx.b.add(L.Rsqrt, ctx.name(op), [ctx.port(op.inputs[0])], quant=ctx.out_quant(op)))
 
 
 @REGISTRY.register("LEAKY_RELU", since=1, until=2, layers=("Activation",))
 def leaky_relu(ctx, op):
     x = ctx.port(op.inputs[0])
-    ctx.set(op, 0, ctx.nb.activation(x, AF.LeakyReLu, ctx.name(op), float(op.options["alpha"]),
+    ctx.set(op, 0, ctx.b.activation(x, AF.LeakyReLu, ctx.name(op), float(op.options["alpha"]),
                                       quant=ctx.out_quant(op)))
 
 
 @REGISTRY.register("HARD_SWISH", since=1, until=1, layers=("Activation", "Multiplication"),
                    notes="x * clamp(x/6 + 1/2, 0, 1)")
 def hard_swish(ctx, op):
-    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
     if nb.g.target.has(AF.HardSwish):  # TFLite's own formula, one layer and (quantized) one rounding
         ctx.set(op, 0, nb.activation(x, AF.HardSwish, name, quant=q))
@@ -288,13 +292,14 @@ def hard_swish(ctx, op):
         h = nb.clamp(nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_scale"), 0.0, 1.0, f"{name}_gate")
     else:  # a [0, 1] output quantization saturates exactly where the clamp would
         h = nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_gate", quant=(1.0 / 255.0, 0))
-    ctx.set(op, 0, nb.binary(LT.Multiplication, x, h, name, quant=q))
+    ctx.set(op, 0, nb.binary(L.Multiplication, x, h, name, quant=q))
 
 
-@REGISTRY.register("PRELU", since=1, until=1, layers=("Activation", "BatchNormalization", "Addition"),
+@REGISTRY.register("PRELU", since=1, until=1, inputs=2, types="all",
+                   layers=("Activation", "BatchNormalization", "Addition"),
                    notes="LeakyReLu for a scalar alpha; else ReLu(x) + alpha * min(x, 0)")
 def prelu(ctx, op):
-    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
     ai = op.inputs[1]
     if ctx.is_const(ai):
@@ -309,7 +314,7 @@ def prelu(ctx, op):
     if not ctx.is_const(ai):
         if x.info.dtype.is_quantized:
             raise Unsupported("quantized PRELU with a computed alpha")
-        scaled = nb.binary(LT.Multiplication, negp, ctx.port(ai), f"{name}_scaled")
+        scaled = nb.binary(L.Multiplication, negp, ctx.port(ai), f"{name}_scaled")
     elif x.info.dtype.is_quantized:
         per = _per_channel(Q.finite(alpha, f"alpha {ctx.t(ai).name!r}"), x.info.shape)
         if per is None:
@@ -319,8 +324,8 @@ def prelu(ctx, op):
         mid = Q.covering_quant(min(ends), max(ends))
         scaled = nb.batchnorm(negp, per, np.zeros_like(per), x.info.rank - 1, f"{name}_scaled", quant=mid)
     else:
-        scaled = nb.binary_const(LT.Multiplication, negp, alpha, f"{name}_scaled", channel_axis=x.info.rank - 1)
-    ctx.set(op, 0, nb.binary(LT.Addition, pos, scaled, name, quant=q))
+        scaled = nb.binary_const(L.Multiplication, negp, alpha, f"{name}_scaled", channel_axis=x.info.rank - 1)
+    ctx.set(op, 0, nb.binary(L.Addition, pos, scaled, name, quant=q))
 
 
 def exp_port(nb, x, name):
@@ -328,14 +333,14 @@ def exp_port(nb, x, name):
     few float ulps (Arm NN's format has no Exp layer)."""
     s = nb.activation(x, AF.Sigmoid, f"{name}_sig")
     r = nb.activation(nb.linear(x, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig_neg")
-    return nb.binary(LT.Division, s, r, name)
+    return nb.binary(L.Division, s, r, name)
 
 
 @REGISTRY.register("EXP", since=1, until=2, check=_float_only, layers=("Activation", "Division"),
                    notes="sigmoid(x) / sigmoid(-x)")
 def exp(ctx, op):
     ctx.report.decomposition("EXP", "sigmoid(x) / sigmoid(-x)")
-    ctx.set(op, 0, exp_port(ctx.nb, ctx.port(op.inputs[0]), ctx.name(op)))
+    ctx.set(op, 0, exp_port(ctx.b, ctx.port(op.inputs[0]), ctx.name(op)))
 
 
 @REGISTRY.register("ELU", since=1, until=1, check=_float_only,
@@ -343,18 +348,18 @@ def exp(ctx, op):
                    notes="relu(x) + tanh(m/2) / sigmoid(-m), m = min(x, 0)")
 def elu(ctx, op):
     # e^m - 1 = tanh(m/2) * (1 + e^m) = tanh(m/2) / sigmoid(-m): no cancellation near 0
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     m = nb.clamp(x, -np.inf, 0.0, f"{name}_neg")
     t = nb.activation(m, AF.TanH, f"{name}_tanh", 1.0, 0.5)
     s = nb.activation(nb.linear(m, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig")
-    em1 = nb.binary(LT.Division, t, s, f"{name}_expm1")
+    em1 = nb.binary(L.Division, t, s, f"{name}_expm1")
     ctx.report.decomposition("ELU", "ReLu(x) + tanh(m/2) / sigmoid(-m) with m = min(x, 0)")
-    ctx.set(op, 0, nb.binary(LT.Addition, nb.clamp(x, 0.0, np.inf, f"{name}_pos"), em1, name))
+    ctx.set(op, 0, nb.binary(L.Addition, nb.clamp(x, 0.0, np.inf, f"{name}_pos"), em1, name))
 
 
 @REGISTRY.register("SOFTMAX", since=1, until=3, layers=("Softmax",), notes="last axis, beta")
 def softmax(ctx, op):
     x = ctx.port(op.inputs[0])
-    ctx.set(op, 0, ctx.nb.softmax(x, -1, float(op.options.get("beta", 1.0)), ctx.name(op),
+    ctx.set(op, 0, ctx.b.softmax(x, -1, float(op.options.get("beta", 1.0)), ctx.name(op),
                                   quant=ctx.out_quant(op)))

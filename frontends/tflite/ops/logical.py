@@ -25,7 +25,7 @@ def _logical(fn, op_kind):
         if any(ctx.is_const(i) for i in ins):
             raise Unsupported("a constant Boolean operand (Arm NN's CpuRef has no Boolean Constant layer)",
                               "fold the constant into the model")
-        y = ctx.nb.logical(op_kind, ctx.port(ins[0]), ctx.port(ins[1]), ctx.name(op))
+        y = ctx.b.logical(op_kind, ctx.port(ins[0]), ctx.port(ins[1]), ctx.name(op))
         ctx.set(op, 0, y)
     convert.__name__ = op_kind.name.lower()
     return convert
@@ -42,7 +42,7 @@ def logical_not(ctx, op):
     if ctx.is_const(op.inputs[0]):
         ctx.fold(op, 0, np.logical_not(_bool_value(ctx, op.inputs[0])))
         return
-    ctx.set(op, 0, ctx.nb.unary(ctx.port(op.inputs[0]), UnaryOperation.LogicalNot, ctx.name(op)))
+    ctx.set(op, 0, ctx.b.unary(ctx.port(op.inputs[0]), UnaryOperation.LogicalNot, ctx.name(op)))
 
 
 def _check_reverse(op, ctx):
@@ -62,4 +62,4 @@ def reverse_v2(ctx, op):
     if not through_float_exactly(x.info):
         raise Unsupported(f"a {x.info.dtype.name} input (Arm NN 23.08's ReverseV2 goes through float: "
                           "only float and quantized values are copied exactly)")
-    ctx.set(op, 0, ctx.nb.reverse(x, axes, ctx.name(op)))
+    ctx.set(op, 0, ctx.b.reverse(x, axes, ctx.name(op)))

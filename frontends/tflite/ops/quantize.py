@@ -29,14 +29,15 @@ def _check_dequantize(op, ctx):
         return None
     if ctx.dequantize:
         return _same_type(op, ctx)
-    if ctx.nb.g.target.has(LayerType.Quantize):
+    if ctx.b.g.target.has(LayerType.Quantize):
         return None if ctx.is_quant(i) and ctx.dtype_of(op.outputs[0]) == DataType.Float32 else \
             "DEQUANTIZE of a tensor that is not 8-bit quantized, or into a type other than float32"
     return ("converts a quantized tensor to float inside the model; Arm NN's format has no "
             "Dequantize layer and one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("DEQUANTIZE", since=1, until=6, check=_check_dequantize, layers=("Dequantize",),
+@REGISTRY.register("DEQUANTIZE", since=1, until=6, foldable=True, types="free",
+                   check=_check_dequantize, layers=("Dequantize",),
                    notes="constants (float16, int8) converted to float32; identity with --dequantize")
 def dequantize(ctx, op):
     i = op.inputs[0]
@@ -47,7 +48,7 @@ def dequantize(ctx, op):
         ctx.fold(op, 0, ctx.const(i))
         return
     if ctx.is_quant(i) and not ctx.dequantize:  # the 20.08 format on (see _check_dequantize)
-        ctx.set(op, 0, ctx.nb.add(LayerType.Dequantize, ctx.name(op), [ctx.port(i)]))
+        ctx.set(op, 0, ctx.b.add(LayerType.Dequantize, ctx.name(op), [ctx.port(i)]))
         return
     ctx.set(op, 0, ctx.port(i))
 
@@ -61,14 +62,15 @@ def _check_quantize(op, ctx):
     if ctx.is_quant(i):
         o = op.outputs[0]
         return None if ctx.is_quant(o) else f"requantizes into {ctx.t(o).name!r}, which is not 8-bit quantized"
-    if ctx.nb.g.target.has(LayerType.Quantize):
+    if ctx.b.g.target.has(LayerType.Quantize):
         return None if ctx.is_quant(op.outputs[0]) and ctx.dtype_of(i) == DataType.Float32 else \
             "QUANTIZE of a tensor that is not float32, or into a type that is not 8-bit quantized"
     return ("quantizes a float tensor inside the model; Arm NN's format has no Quantize layer and "
             "one network cannot mix float and quantized tensors", DEQUANTIZE_HINT)
 
 
-@REGISTRY.register("QUANTIZE", since=1, until=3, check=_check_quantize, layers=("Activation", "Quantize"),
+@REGISTRY.register("QUANTIZE", since=1, until=3, foldable=True, types="free",
+                   check=_check_quantize, layers=("Activation", "Quantize"),
                    notes="requantization as Linear(a=1) into the new quantization")
 def quantize(ctx, op):
     i, o = op.inputs[0], op.outputs[0]
@@ -84,15 +86,15 @@ def quantize(ctx, op):
     x = ctx.port(i)
     q = ctx.out_quant(op)
     if q is not None and not x.info.dtype.is_quantized:  # the 20.08 format on (see _check_quantize)
-        ctx.set(op, 0, ctx.nb.add(LayerType.Quantize, ctx.name(op), [x], quant=q))
+        ctx.set(op, 0, ctx.b.add(LayerType.Quantize, ctx.name(op), [x], quant=q))
         return
     if q is None or (x.info.scale, x.info.offset) == q:
         ctx.set(op, 0, x)
         return
-    ctx.set(op, 0, ctx.nb.linear(x, 1.0, 0.0, ctx.name(op), quant=q))
+    ctx.set(op, 0, ctx.b.linear(x, 1.0, 0.0, ctx.name(op), quant=q))
 
 
-@REGISTRY.register("DENSIFY", since=1, until=1, layers=(),
+@REGISTRY.register("DENSIFY", since=1, until=1, foldable=True, layers=(),
                    check=lambda op, ctx: None if ctx.is_const(op.inputs[0]) else
                    "densifies a tensor computed at run time (only sparse constants are densified)",
                    notes="sparse constants are densified when the file is read (frontends/tflite/sparse.py); "

@@ -108,7 +108,7 @@ def _check_rnn(op, ctx):
 
 def _sequences(ctx, op, cells):
     """The output sequence of each cell (the second runs backwards), [T, B, H] or [B, T, H]."""
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     time_axis = 0 if op.options.get("time_major", False) else 1
     ctx.report.warn(f"{ctx.node(op)}: {op.op}'s state is a variable that LiteRT carries from one invocation "
@@ -137,7 +137,8 @@ def _lstm_cell(ctx, op, base):
     return R.Cell("lstm", w, r, b, None, (R.SIGMOID, act, act), cell_clip=float(op.options.get("cell_clip", 0.0)))
 
 
-@REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=4, check=_check_lstm, layers=LSTM_LAYERS,
+@REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=4, state_inputs=(18, 19),
+                   check=_check_lstm, layers=LSTM_LAYERS,
                    notes="float32, unrolled over the static sequence length; time_major both; cell_clip; "
                          "no CIFG, peephole, projection or layer norm; from --target 20.08 one Lstm layer per "
                          "step, on 23.08 one UnidirectionalSequenceLstm (not with RELU_N1_TO_1)")
@@ -145,18 +146,21 @@ def unidirectional_sequence_lstm(ctx, op):
     ctx.set(op, 0, _sequences(ctx, op, [_lstm_cell(ctx, op, 0)])[0])
 
 
-@REGISTRY.register("BIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=3, check=_check_bidi_lstm, layers=LSTM_LAYERS,
+@REGISTRY.register("BIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=3, multi_output=True,
+                   state_inputs=(35, 36, 37, 38),
+                   check=_check_bidi_lstm, layers=LSTM_LAYERS,
                    notes="as UNIDIRECTIONAL_SEQUENCE_LSTM; merge_outputs both; no auxiliary input")
 def bidirectional_sequence_lstm(ctx, op):
     fw, bw = _sequences(ctx, op, [_lstm_cell(ctx, op, 0), _lstm_cell(ctx, op, 17)])
     if op.options.get("merge_outputs"):
-        ctx.set(op, 0, ctx.nb.concat([fw, bw], 2, f"{ctx.name(op)}_merged"))
+        ctx.set(op, 0, ctx.b.concat([fw, bw], 2, f"{ctx.name(op)}_merged"))
     else:
         ctx.set(op, 0, fw)
         ctx.set(op, 1, bw)
 
 
-@REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_RNN", since=1, until=3, check=_check_rnn, layers=LAYERS,
+@REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_RNN", since=1, until=3, state_inputs=(4,),
+                   check=_check_rnn, layers=LAYERS,
                    notes="float32, unrolled over the static sequence length; time_major both")
 def unidirectional_sequence_rnn(ctx, op):
     w, r, b = (ctx.const(op.inputs[i]) for i in (1, 2, 3))

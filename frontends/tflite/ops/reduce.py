@@ -37,7 +37,7 @@ def _check_reduce(op, ctx):
 def _direct(ctx, x) -> bool:
     """Whether the Reduce layer (23.08 on) takes x: 1-D to 4-D, float or quantized (its CpuRef
     decodes to float, so a Signed32 sum or product is exact only within 2^24: the old path)."""
-    return ctx.nb.g.target.has(LayerType.Reduce) and 1 <= x.info.rank <= 4 and \
+    return ctx.b.g.target.has(LayerType.Reduce) and 1 <= x.info.rank <= 4 and \
         (x.info.dtype in (DataType.Float32, DataType.Float16) or x.info.dtype.is_quantized)
 
 
@@ -53,8 +53,8 @@ def _reduce(fn, op_kind=None):
             return
         name, q = ctx.name(op), ctx.out_quant(op)
         if op_kind is not None and _direct(ctx, x):
-            y = ctx.nb.reduce(x, axes, keep, op_kind, name, quant=q)
-            ctx.set(op, 0, ctx.nb.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape"))
+            y = ctx.b.reduce(x, axes, keep, op_kind, name, quant=q)
+            ctx.set(op, 0, ctx.b.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape"))
             return
         ctx.set(op, 0, fn(ctx, op, x, axes, keep, name, q))
     return convert
@@ -63,13 +63,13 @@ def _reduce(fn, op_kind=None):
 _R = "Reduce"  # (from --target 23.08)
 
 
-@REGISTRY.register("MEAN", since=1, until=3, check=_check_reduce, layers=("Mean", _R))
+@REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R))
 def mean(ctx, op):
-    _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.nb.mean(x, axes, keep, name, quant=q),
+    _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.b.mean(x, axes, keep, name, quant=q),
             ReduceOperation.Mean)(ctx, op)
 
 
-@REGISTRY.register("SUM", since=1, until=2, check=_check_reduce, layers=("Mean", "Activation", _R),
+@REGISTRY.register("SUM", since=1, until=2, inputs=2, check=_check_reduce, layers=("Mean", "Activation", _R),
                    notes="before --target 23.08: Mean times the element count")
 def sum_(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
@@ -78,16 +78,16 @@ def sum_(ctx, op):
         mq = None if q is None else (q[0] / count, q[1])
         if mq is not None and np.float32(mq[0]) < np.finfo(np.float32).tiny:
             raise Unsupported(f"output scale {q[0]:g} is too small to sum {count} elements")
-        m = ctx.nb.mean(x, axes, keep, f"{name}_mean", quant=mq)
-        return ctx.nb.linear(m, float(count), 0.0, name, quant=q)
-    if not ctx.nb.g.target.has(LayerType.Reduce):
+        m = ctx.b.mean(x, axes, keep, f"{name}_mean", quant=mq)
+        return ctx.b.linear(m, float(count), 0.0, name, quant=q)
+    if not ctx.b.g.target.has(LayerType.Reduce):
         ctx.report.decomposition("SUM", "Mean, then Linear(a=element count)")
     _reduce(lower, ReduceOperation.Sum)(ctx, op)
 
 
 def pool_reduce(ctx, x, axes, keep, name, quant=None):
     """Max over `axes` as one Pooling2d whose window covers the reduced elements."""
-    nb, shape = ctx.nb, x.info.shape
+    nb, shape = ctx.b, x.info.shape
     kept = [a for a in range(len(shape)) if a not in axes]
     r = int(np.prod([shape[a] for a in axes]))
     if axes == list(range(axes[0], axes[-1] + 1)):  # contiguous: no Permute needed
@@ -101,36 +101,37 @@ def pool_reduce(ctx, x, axes, keep, name, quant=None):
     return nb.reshape(y, _out_shape(shape, axes, keep), f"{name}_shape")
 
 
-@REGISTRY.register("REDUCE_MAX", since=1, until=3, check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
+@REGISTRY.register("REDUCE_MAX", since=1, until=3, inputs=2,
+                   check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
                    notes="before --target 23.08: a Max Pooling2d over the reduced elements")
 def reduce_max(ctx, op):
     _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q),
             ReduceOperation.Max)(ctx, op)
 
 
-@REGISTRY.register("REDUCE_MIN", since=1, until=3, check=_check_reduce,
+@REGISTRY.register("REDUCE_MIN", since=1, until=3, inputs=2, check=_check_reduce,
                    layers=("Activation", "Pooling2d", "Reshape", _R, "Permute"), notes="before --target 23.08: -max(-x)")
 def reduce_min(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
         nq = None if not x.info.dtype.is_quantized else (x.info.scale, 255 - x.info.offset)  # q -> 255 - q
-        neg = ctx.nb.linear(x, -1.0, 0.0, f"{name}_negate", quant=nq)
+        neg = ctx.b.linear(x, -1.0, 0.0, f"{name}_negate", quant=nq)
         m = pool_reduce(ctx, neg, axes, keep, f"{name}_max")
-        return ctx.nb.linear(m, -1.0, 0.0, name, quant=q)
+        return ctx.b.linear(m, -1.0, 0.0, name, quant=q)
     _reduce(lower, ReduceOperation.Min)(ctx, op)
 
 
 def _check_prod(op, ctx):
-    if ctx.nb.g.target.has(LayerType.Reduce):  # (float and quantized: one Reduce layer)
+    if ctx.b.g.target.has(LayerType.Reduce):  # (float and quantized: one Reduce layer)
         return _check_reduce(op, ctx)
     return _check_reduce(op, ctx) or _float_only(op, ctx)
 
 
-@REGISTRY.register("REDUCE_PROD", since=1, until=2, check=_check_prod,
+@REGISTRY.register("REDUCE_PROD", since=1, until=2, inputs=2, check=_check_prod,
                    layers=("StridedSlice", "Multiplication", "Merger", _R, "Reshape"),
                    notes="before --target 23.08: float only, pairwise products of halves, log2(n) levels per axis")
 def reduce_prod(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
-        nb, y = ctx.nb, x
+        nb, y = ctx.b, x
         for a in axes:
             n, level = y.info.shape[a], 0
             while n > 1:
@@ -142,14 +143,14 @@ def reduce_prod(ctx, op):
                     m = nb.concat([m, nb.take(y, a, 2 * h, n, f"{tag}_odd")], a, f"{tag}_join")
                 y, n, level = m, h + n % 2, level + 1
         return nb.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape")
-    if not ctx.nb.g.target.has(LayerType.Reduce):
+    if not ctx.b.g.target.has(LayerType.Reduce):
         ctx.report.decomposition("REDUCE_PROD", "products of halves (StridedSlice, Multiplication)")
     _reduce(lower, ReduceOperation.Prod)(ctx, op)
 
 
 @REGISTRY.register("L2_NORMALIZATION", since=1, until=2, layers=("L2Normalization", "Reshape"))
 def l2_normalization(ctx, op):
-    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
     shape = x.info.shape
     y = x if len(shape) == 4 else nb.reshape(x, (int(np.prod(shape[:-1])), 1, 1, shape[-1]), f"{name}_4d")
@@ -172,4 +173,4 @@ def lrn(ctx, op):
                                      NormalizationAlgorithmMethod.LocalBrightness,
                                      2 * radius + 1, float(o["alpha"]), float(o["beta"]),
                                      float(o["bias"]), NHWC)
-    ctx.set(op, 0, ctx.nb.add(LayerType.Normalization, ctx.name(op), [x], desc))
+    ctx.set(op, 0, ctx.b.add(LayerType.Normalization, ctx.name(op), [x], desc))

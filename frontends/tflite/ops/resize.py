@@ -85,7 +85,7 @@ def _weights(ctx, m: np.ndarray, quantized: bool, name: str):
 def _along_last(ctx, x, m, name):
     """y[..., o] = sum_i m[o, i] x[..., i] with a FullyConnected."""
     q = (x.info.scale, x.info.offset) if x.info.dtype.is_quantized else None
-    return fc_last(ctx.nb, x, _weights(ctx, m, q is not None, name), None, name, names=("_rows", "_unrows"), quant=q)
+    return fc_last(ctx.b, x, _weights(ctx, m, q is not None, name), None, name, names=("_rows", "_unrows"), quant=q)
 
 
 def _size(ctx, op):
@@ -107,13 +107,13 @@ def _check(op, ctx):
     return None
 
 
-@REGISTRY.register("RESIZE_BILINEAR", since=1, until=4, check=_check,
+@REGISTRY.register("RESIZE_BILINEAR", since=1, until=4, inputs=2, check=_check,
                    layers=("ResizeBilinear", "FullyConnected", "Permute", "Reshape", "Resize"),
                    notes="ResizeBilinear when align_corners and half_pixel_centers are false, "
                          "else interpolation matrices along W and H; from the 20.08 format on one "
                          "Resize with align_corners / half_pixel_centers")
 def resize_bilinear(ctx, op):
-    nb, name, q = ctx.nb, ctx.name(op), ctx.out_quant(op)
+    nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     oh, ow = _size(ctx, op)
@@ -144,7 +144,7 @@ def resize_bilinear(ctx, op):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("RESIZE_NEAREST_NEIGHBOR", since=1, until=4, check=_check,
+@REGISTRY.register("RESIZE_NEAREST_NEIGHBOR", since=1, until=4, inputs=2, check=_check,
                    layers=("StridedSlice", "Merger", "Reshape", "FullyConnected", "Resize"),
                    notes="exact row and column selection; from the 20.08 format on one Resize where "
                          "Arm NN's indices are LiteRT's")
@@ -157,8 +157,8 @@ def resize_nearest(ctx, op):
     q = ctx.out_quant(op)
     same_quant = q is None or q == (x.info.scale, x.info.offset)  # (LiteRT copies the bytes)
     same_quant = same_quant and x.info.dtype != DataType.Signed32  # (no Signed32 Resize in CpuRef)
-    if same_quant and _direct(ctx.nb, ResizeMethod.NearestNeighbor, (h, w), (oh, ow), align, half):
-        ctx.set(op, 0, ctx.nb.resize(x, (oh, ow), ResizeMethod.NearestNeighbor, name, layout=DataLayout.NHWC,
+    if same_quant and _direct(ctx.b, ResizeMethod.NearestNeighbor, (h, w), (oh, ow), align, half):
+        ctx.set(op, 0, ctx.b.resize(x, (oh, ow), ResizeMethod.NearestNeighbor, name, layout=DataLayout.NHWC,
                                      align_corners=align, half_pixel_centers=half, quant=q))
         return
     y = gather_const(ctx, x, 1, nearest_index(h, oh, align, half), f"{name}_rows")

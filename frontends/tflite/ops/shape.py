@@ -56,7 +56,7 @@ def materialize(ctx, i, like):
         return quant_constant(ctx, like, ctx.const(i), q, f"{t.name}_const")
     if like.info.dtype != DataType.Float32 or (t.type not in (T.FLOAT32, T.FLOAT16) and t.quant is None):
         raise Unsupported(f"constant tensor {t.name!r} would need a Constant layer here")
-    return ctx.nb.constant(like, ctx.const(i), f"{t.name}_const")
+    return ctx.b.constant(like, ctx.const(i), f"{t.name}_const")
 
 
 # -- reshapes ---------------------------------------------------------------------------------
@@ -86,15 +86,15 @@ def _reshape_to(ctx, op, shape_fn):
         ctx.fold(op, 0, v.reshape(shape_fn(v.shape, v.size)))
         return
     p = ctx.port(x)
-    ctx.set(op, 0, ctx.nb.reshape(p, _scalar_shape(shape_fn(p.info.shape, p.info.num_elements)), ctx.name(op)))
+    ctx.set(op, 0, ctx.b.reshape(p, _scalar_shape(shape_fn(p.info.shape, p.info.num_elements)), ctx.name(op)))
 
 
-@REGISTRY.register("RESHAPE", since=1, until=1, layers=("Reshape",))
+@REGISTRY.register("RESHAPE", since=1, until=1, foldable=True, layers=("Reshape",))
 def reshape(ctx, op):
     _reshape_to(ctx, op, lambda shape, total: _reshape_target(ctx, op, total))
 
 
-@REGISTRY.register("SQUEEZE", since=1, until=2, layers=("Reshape",))
+@REGISTRY.register("SQUEEZE", since=1, until=2, foldable=True, layers=("Reshape",))
 def squeeze(ctx, op):
     dims = [int(d) for d in op.options.get("squeeze_dims", ())]
 
@@ -104,7 +104,7 @@ def squeeze(ctx, op):
     _reshape_to(ctx, op, target)
 
 
-@REGISTRY.register("EXPAND_DIMS", since=1, until=1, layers=("Reshape",))
+@REGISTRY.register("EXPAND_DIMS", since=1, until=1, inputs=2, foldable=True, layers=("Reshape",))
 def expand_dims(ctx, op):
     a = int(ctx.ints(op.inputs[1]).reshape(-1)[0])
 
@@ -114,7 +114,7 @@ def expand_dims(ctx, op):
     _reshape_to(ctx, op, target)
 
 
-@REGISTRY.register("TRANSPOSE", since=1, until=6, layers=("Permute", "Transpose"),
+@REGISTRY.register("TRANSPOSE", since=1, until=6, inputs=2, foldable=True, layers=("Permute", "Transpose"),
                    notes="Transpose from the 20.08 format on")
 def transpose(ctx, op):
     perm = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
@@ -124,10 +124,10 @@ def transpose(ctx, op):
     x = ctx.port(op.inputs[0])
     if sorted(perm) != list(range(x.info.rank)):
         raise Unsupported(f"perm {perm} is not a permutation of rank {x.info.rank}")
-    ctx.set(op, 0, ctx.nb.permute(x, perm, ctx.name(op)))
+    ctx.set(op, 0, ctx.b.permute(x, perm, ctx.name(op)))
 
 
-@REGISTRY.register("SHAPE", since=1, until=1, layers=(), notes="evaluated at conversion time")
+@REGISTRY.register("SHAPE", since=1, until=1, types="free", layers=(), notes="evaluated at conversion time")
 def shape_op(ctx, op):
     dtype = np.int64 if op.options.get("out_type") == 4 else np.int32
     ctx.fold(op, 0, np.array(ctx.shape(op.inputs[0]), dtype))
@@ -139,7 +139,7 @@ _CASTS = (DataType.Float32, DataType.Signed32)  # run-time casts of the 23.08 Ca
 def _check_cast(op, ctx):
     if _all_const(ctx, op):
         return None
-    if not ctx.nb.g.target.has(LayerType.Cast):
+    if not ctx.b.g.target.has(LayerType.Cast):
         return ("a runtime type conversion; Arm NN's format has no Cast layer",
                 "convert with --target 23.08 (float32 <-> int32)")
     if ctx.dtype_of(op.inputs[0]) not in _CASTS or ctx.dtype_of(op.outputs[0]) not in _CASTS:
@@ -147,12 +147,12 @@ def _check_cast(op, ctx):
     return None
 
 
-@REGISTRY.register("CAST", since=1, until=6, check=_check_cast, layers=("Cast",),
+@REGISTRY.register("CAST", since=1, until=6, foldable=True, types="free", check=_check_cast, layers=("Cast",),
                    notes="constants; float32 <-> int32 at run time from --target 23.08 on")
 def cast(ctx, op):
     from ..model import NP_TYPES
     if not _all_const(ctx, op):  # a Cast layer: float -> int truncates, as TFLite's static_cast
-        ctx.set(op, 0, ctx.nb.cast(ctx.port(op.inputs[0]), ctx.dtype_of(op.outputs[0]), ctx.name(op)))
+        ctx.set(op, 0, ctx.b.cast(ctx.port(op.inputs[0]), ctx.dtype_of(op.outputs[0]), ctx.name(op)))
         return
     ctx.fold(op, 0, np.asarray(_value(ctx, op.inputs[0])).astype(NP_TYPES[ctx.t(op.outputs[0]).type]))
 
@@ -161,10 +161,10 @@ def cast(ctx, op):
 def _concat(ctx, op, ports_or_consts, axis, name, q):
     ref = next(p for p in ports_or_consts if not isinstance(p, int))
     ports = [materialize(ctx, p, ref) if isinstance(p, int) else p for p in ports_or_consts]
-    return ctx.nb.concat(ports, axis, name, quant=q)
+    return ctx.b.concat(ports, axis, name, quant=q)
 
 
-@REGISTRY.register("CONCATENATION", since=1, until=4, layers=("Merger", "Concat"),
+@REGISTRY.register("CONCATENATION", since=1, until=4, foldable=True, types="all", layers=("Merger", "Concat"),
                    notes="Concat from the 20.08 format on")
 def concatenation(ctx, op):
     ins = list(op.inputs)
@@ -180,7 +180,7 @@ def concatenation(ctx, op):
     ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), ctx.name(op), q))
 
 
-@REGISTRY.register("PACK", since=1, until=4, layers=("Reshape", "Merger", "Stack"),
+@REGISTRY.register("PACK", since=1, until=4, foldable=True, types="all", layers=("Reshape", "Merger", "Stack"),
                    notes="one Stack from the 20.08 format on")
 def pack(ctx, op):
     axis = op.options.get("axis", 0)
@@ -190,13 +190,13 @@ def pack(ctx, op):
         return
     rank = len(ctx.shape(op.inputs[0])) + 1
     axis = _axis(axis, rank)
-    if ctx.nb.target.has(LayerType.Stack) and not any(ctx.is_const(i) for i in op.inputs) and len(op.inputs) > 1:
+    if ctx.b.target.has(LayerType.Stack) and not any(ctx.is_const(i) for i in op.inputs) and len(op.inputs) > 1:
         ports = [ctx.port(i) for i in op.inputs]
-        dt, rich = ports[0].info.dtype, ctx.nb.target.at_least("23.08")
+        dt, rich = ports[0].info.dtype, ctx.b.target.at_least("23.08")
         # CpuRef's Stack types; 20.08's RefStackWorkload copies an axis-0 stack as float32 words
         if rank <= 5 and len({p.info.shape for p in ports}) == 1 and dt != DataType.Boolean \
                 and (rich or (dt != DataType.Signed32 and (axis or dt == DataType.Float32))):
-            ctx.set(op, 0, ctx.nb.stack(ports, axis, ctx.name(op), quant=ctx.out_quant(op)))
+            ctx.set(op, 0, ctx.b.stack(ports, axis, ctx.name(op), quant=ctx.out_quant(op)))
             return
     items = []
     for k, i in enumerate(op.inputs):
@@ -205,31 +205,31 @@ def pack(ctx, op):
             continue
         p = ctx.port(i)
         shape = ctx.t(i).shape if not ctx.overridden else p.info.shape
-        items.append(ctx.nb.reshape(p, tuple(shape[:axis]) + (1,) + tuple(shape[axis:]), f"{ctx.name(op)}_in{k}"))
+        items.append(ctx.b.reshape(p, tuple(shape[:axis]) + (1,) + tuple(shape[axis:]), f"{ctx.name(op)}_in{k}"))
     if any(isinstance(it, int) for it in items):
         raise Unsupported("packing constants with computed tensors")
-    ctx.set(op, 0, ctx.nb.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op)))
+    ctx.set(op, 0, ctx.b.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op)))
 
 
-@REGISTRY.register("UNPACK", since=1, until=4, layers=("StridedSlice", "Reshape"))
+@REGISTRY.register("UNPACK", since=1, until=4, multi_output=True, layers=("StridedSlice", "Reshape"))
 def unpack(ctx, op):
     x = ctx.port(op.inputs[0])
     axis = _axis(op.options.get("axis", 0), x.info.rank)
     if x.info.shape[axis] != len(op.outputs):
         raise Unsupported(f"unpacking {x.info.shape[axis]} slices into {len(op.outputs)} outputs")
     shape = x.info.shape[:axis] + x.info.shape[axis + 1:]
-    parts = ctx.nb.split(x, axis, [1] * x.info.shape[axis], ctx.name(op))
+    parts = ctx.b.split(x, axis, [1] * x.info.shape[axis], ctx.name(op))
     for k, p in enumerate(parts):
-        ctx.set(op, k, ctx.nb.reshape(p, _scalar_shape(shape), ctx.name(op, k)))
+        ctx.set(op, k, ctx.b.reshape(p, _scalar_shape(shape), ctx.name(op, k)))
 
 
 def _split(ctx, op, x, axis, sizes):
-    parts = ctx.nb.split(x, axis, sizes, ctx.name(op))
+    parts = ctx.b.split(x, axis, sizes, ctx.name(op))
     for k, p in enumerate(parts):
         ctx.set(op, k, p)
 
 
-@REGISTRY.register("SPLIT", since=1, until=4, layers=("StridedSlice",))
+@REGISTRY.register("SPLIT", since=1, until=4, inputs=2, multi_output=True, data_input=1, layers=("StridedSlice",))
 def split(ctx, op):
     x = ctx.port(op.inputs[1])
     axis = _axis(int(ctx.ints(op.inputs[0]).reshape(-1)[0]), x.info.rank)
@@ -239,7 +239,7 @@ def split(ctx, op):
     _split(ctx, op, x, axis, [x.info.shape[axis] // n] * n)
 
 
-@REGISTRY.register("SPLIT_V", since=1, until=2, layers=("StridedSlice",))
+@REGISTRY.register("SPLIT_V", since=1, until=2, inputs=3, multi_output=True, layers=("StridedSlice",))
 def split_v(ctx, op):
     x = ctx.port(op.inputs[0])
     axis = _axis(int(ctx.ints(op.inputs[2]).reshape(-1)[0]), x.info.rank)
@@ -285,8 +285,8 @@ def _apply_index(ctx, op, index):
             begin.append(i)
             end.append(i + 1)
             stride.append(1)
-    y = ctx.nb.slice(x, begin, end, stride, ctx.name(op))
-    ctx.set(op, 0, ctx.nb.reshape(y, _scalar_shape(out_shape), f"{ctx.name(op)}_shape"))
+    y = ctx.b.slice(x, begin, end, stride, ctx.name(op))
+    ctx.set(op, 0, ctx.b.reshape(y, _scalar_shape(out_shape), f"{ctx.name(op)}_shape"))
 
 
 def _check_strided_slice(op, ctx):
@@ -298,7 +298,7 @@ def _check_strided_slice(op, ctx):
     return None
 
 
-@REGISTRY.register("STRIDED_SLICE", since=1, until=8, check=_check_strided_slice,
+@REGISTRY.register("STRIDED_SLICE", since=1, until=8, inputs=4, foldable=True, check=_check_strided_slice,
                    layers=("StridedSlice", "Reshape"), notes="all masks, including ellipsis and new axis")
 def strided_slice(ctx, op):
     o = op.options
@@ -321,7 +321,7 @@ def strided_slice(ctx, op):
         raise Unsupported(f"strided slice out of range: {err}") from None
 
 
-@REGISTRY.register("SLICE", since=1, until=6, layers=("StridedSlice",))
+@REGISTRY.register("SLICE", since=1, until=6, inputs=3, foldable=True, layers=("StridedSlice",))
 def slice_op(ctx, op):
     begin = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     size = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
@@ -337,12 +337,12 @@ def _pads(ctx, op, rank):
     return [(int(a), int(b)) for a, b in p]
 
 
-@REGISTRY.register("PAD", since=1, until=4, layers=("Pad", "SpaceToBatchNd"))
-@REGISTRY.register("PADV2", since=1, until=4, layers=("Pad", "Activation", "Subtraction"),
+@REGISTRY.register("PAD", since=1, until=4, inputs=2, layers=("Pad", "SpaceToBatchNd"))
+@REGISTRY.register("PADV2", since=1, until=4, inputs=2, layers=("Pad", "Activation", "Subtraction"),
                    notes="a non-zero value as Linear(-v), Pad, Linear(+v) in float; the value in the "
                          "Pad layer from the 20.08 format on")
 def pad(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     pads = _pads(ctx, op, x.info.rank)
     if x.info.rank > 4:
@@ -378,7 +378,7 @@ def quant_pad(ctx, x, pads, name):
     with block 1 pads H and W with a true 0; other axes pad the positive and
     negative parts separately (each quantized with offset 0, exactly) and
     subtract them."""
-    nb = ctx.nb
+    nb = ctx.b
     q = (x.info.scale, x.info.offset)
     if x.info.rank == 4 and pads[0] == (0, 0) and pads[3] == (0, 0):
         ctx.report.decomposition("PAD (quantized)", "SpaceToBatchNd with block 1x1: pads with the zero point")
@@ -394,15 +394,15 @@ def quant_pad(ctx, x, pads, name):
     return nb.binary(LayerType.Subtraction, nb.pad(pos, pads, f"{name}_pos_pad"), negp, name, quant=q)
 
 
-@REGISTRY.register("MIRROR_PAD", since=1, until=3, layers=("StridedSlice", "Merger", "Pad"),
+@REGISTRY.register("MIRROR_PAD", since=1, until=3, inputs=2, layers=("StridedSlice", "Merger", "Pad"),
                    notes="reversed StridedSlices concatenated per axis; one Pad from the 23.08 format on")
 def mirror_pad(ctx, op):
     x = ctx.port(op.inputs[0])
     mode = "symmetric" if op.options.get("mode", 0) == 1 else "reflect"
-    ctx.set(op, 0, border_pad(ctx.nb, x, _pads(ctx, op, x.info.rank), mode, ctx.name(op)))
+    ctx.set(op, 0, border_pad(ctx.b, x, _pads(ctx, op, x.info.rank), mode, ctx.name(op)))
 
 
-@REGISTRY.register("TILE", since=1, until=3, layers=("Merger", "Tile"))
+@REGISTRY.register("TILE", since=1, until=3, inputs=2, foldable=True, layers=("Merger", "Tile"))
 def tile(ctx, op):
     mult = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     if any(m < 0 for m in mult):
@@ -415,19 +415,19 @@ def tile(ctx, op):
         ctx.fold(op, 0, np.tile(v, mult))
         return
     y = ctx.port(op.inputs[0])
-    if ctx.nb.g.target.has(LayerType.Tile) and len(mult) == y.info.rank and all(m >= 1 for m in mult) \
+    if ctx.b.g.target.has(LayerType.Tile) and len(mult) == y.info.rank and all(m >= 1 for m in mult) \
             and through_float_exactly(y.info):
-        ctx.set(op, 0, ctx.nb.tile(y, mult, ctx.name(op)))
+        ctx.set(op, 0, ctx.b.tile(y, mult, ctx.name(op)))
         return
     if len(mult) != y.info.rank or any(m < 1 for m in mult) or sum(mult) > MAX_COPIES:
         raise Unsupported(f"multiples {mult} for a rank-{y.info.rank} input")
     for axis, m in enumerate(mult):
         if m > 1:
-            y = ctx.nb.concat([y] * m, axis, f"{ctx.name(op)}_{axis}")
+            y = ctx.b.concat([y] * m, axis, f"{ctx.name(op)}_{axis}")
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("BROADCAST_TO", since=1, until=3, layers=("Reshape", "Merger"),
+@REGISTRY.register("BROADCAST_TO", since=1, until=3, inputs=2, foldable=True, layers=("Reshape", "Merger"),
                    notes="copies concatenated along the broadcast axes")
 def broadcast_to(ctx, op):
     target = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
@@ -443,10 +443,10 @@ def broadcast_to(ctx, op):
         raise Unsupported(f"cannot broadcast {list(shape)} to {target}")
     if sum(target) > MAX_COPIES:
         raise Unsupported(f"broadcast to {target} needs too many copies")
-    y = ctx.nb.reshape(y, (1,) * (len(target) - len(shape)) + tuple(shape), f"{ctx.name(op)}_rank")
+    y = ctx.b.reshape(y, (1,) * (len(target) - len(shape)) + tuple(shape), f"{ctx.name(op)}_rank")
     for axis, n in enumerate(target):
         if y.info.shape[axis] != n:
-            y = ctx.nb.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
+            y = ctx.b.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
     ctx.set(op, 0, y)
 
 
@@ -454,13 +454,13 @@ def broadcast_to(ctx, op):
 def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
     """x.take(idx, axis) for constant 1-D indices, exactly (armnn_import.lowering.gather): at
     most MAX_SLICES StridedSlices, else a Gather layer (20.08 on) or a selection matrix."""
-    return lowering_gather_const(ctx.nb, x, axis, idx, name, max_slices=MAX_SLICES)
+    return lowering_gather_const(ctx.b, x, axis, idx, name, max_slices=MAX_SLICES)
 
 
 def _check_gather(op, ctx):
     if op.options.get("batch_dims", 0):
         return "batch_dims is not supported"
-    if not ctx.is_const(op.inputs[1]) and not ctx.nb.g.target.at_least("20.08"):
+    if not ctx.is_const(op.inputs[1]) and not ctx.b.g.target.at_least("20.08"):
         # Arm NN 20.08's deserializer reads a Gather descriptor this schema's GatherLayer lacks
         # (null pointer): a Gather layer crashes it.
         return ("indices computed at run time need a Gather layer, which Arm NN 20.08 cannot "
@@ -470,11 +470,11 @@ def _check_gather(op, ctx):
     return None
 
 
-@REGISTRY.register("GATHER", since=1, until=7, check=_check_gather,
+@REGISTRY.register("GATHER", since=1, until=7, inputs=2, foldable=True, check=_check_gather,
                    layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant"),
                    notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     xi, ii = op.inputs[:2]
     axis = op.options.get("axis", 0)
     if _all_const(ctx, op):
@@ -516,7 +516,7 @@ def _check_4d(op, ctx):
                    layers=("Reshape", "Permute", "BatchToSpaceNd", "DepthToSpace"),
                    notes="one DepthToSpace from the 20.08 format on")
 def depth_to_space(ctx, op):
-    nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
+    nb, name, b = ctx.b, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     if b < 1 or c % (b * b):
@@ -535,7 +535,7 @@ def depth_to_space(ctx, op):
                    layers=("SpaceToBatchNd", "Reshape", "Permute", "SpaceToDepth"),
                    notes="one SpaceToDepth from the 20.08 format on")
 def space_to_depth(ctx, op):
-    nb, name, b = ctx.nb, ctx.name(op), int(op.options["block_size"])
+    nb, name, b = ctx.b, ctx.name(op), int(op.options["block_size"])
     x = ctx.port(op.inputs[0])
     n, h, w, c = x.info.shape
     if b < 1 or h % b or w % b:
@@ -560,7 +560,7 @@ def _check_batch_space(op, ctx):
 
 
 def _batch_space(ctx, op, to_batch: bool):
-    nb, name = ctx.nb, ctx.name(op)
+    nb, name = ctx.b, ctx.name(op)
     x = ctx.port(op.inputs[0])
     block = [int(v) for v in ctx.ints(op.inputs[1]).reshape(-1)]
     pairs = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
@@ -577,11 +577,13 @@ def _batch_space(ctx, op, to_batch: bool):
     ctx.set(op, 0, y)
 
 
-@REGISTRY.register("SPACE_TO_BATCH_ND", since=1, until=4, check=_check_batch_space, layers=("SpaceToBatchNd",))
+@REGISTRY.register("SPACE_TO_BATCH_ND", since=1, until=4, inputs=3,
+                   check=_check_batch_space, layers=("SpaceToBatchNd",))
 def space_to_batch_nd(ctx, op):
     _batch_space(ctx, op, True)
 
 
-@REGISTRY.register("BATCH_TO_SPACE_ND", since=1, until=4, check=_check_batch_space, layers=("BatchToSpaceNd",))
+@REGISTRY.register("BATCH_TO_SPACE_ND", since=1, until=4, inputs=3,
+                   check=_check_batch_space, layers=("BatchToSpaceNd",))
 def batch_to_space_nd(ctx, op):
     _batch_space(ctx, op, False)
