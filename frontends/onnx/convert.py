@@ -18,6 +18,7 @@ Converters see the conversion through LoweringContext (context.py).
 """
 from __future__ import annotations
 
+import functools
 import heapq
 
 import numpy as np
@@ -80,29 +81,39 @@ class LoweringBug(RuntimeError):
     a refusal (it escapes convert(), so the CLI reports an internal error, exit code 4)."""
 
 
+@functools.lru_cache(maxsize=None)
+def _schema_facts(op: str, opset: int):
+    """(required single inputs as (index, name), required attributes, most inputs) of an
+    operator's ONNX schema, or None when there is none (worked out once per operator:
+    the pre-scan asks for every node)."""
+    try:
+        schema = onnx.defs.get_schema(op, opset, "")
+    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+        return None
+    single = onnx.defs.OpSchema.FormalParameterOption.Single
+    inputs = tuple((i, p.name) for i, p in enumerate(schema.inputs) if p.option == single)
+    attrs = tuple(a for a, spec in schema.attributes.items() if spec.required)
+    return inputs, attrs, schema.max_input
+
+
 def _missing(node) -> list[str]:
     """Required inputs and attributes (per the ONNX schema) that the node lacks."""
-    try:
-        schema = onnx.defs.get_schema(node.op, node.opset, "")
-    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+    facts = _schema_facts(node.op, node.opset)
+    if facts is None:
         return []
-    single = onnx.defs.OpSchema.FormalParameterOption.Single
-    inputs = [f"input {p.name!r}" for i, p in enumerate(schema.inputs)
-              if p.option == single and (i >= len(node.inputs) or not node.inputs[i])]
-    return inputs + [f"attribute {a!r}" for a, spec in schema.attributes.items()
-                     if spec.required and a not in node.attrs]
+    inputs = [f"input {name!r}" for i, name in facts[0] if i >= len(node.inputs) or not node.inputs[i]]
+    return inputs + [f"attribute {a!r}" for a in facts[1] if a not in node.attrs]
 
 
 def _too_many_inputs(node) -> str | None:
     """Why a node has more inputs than its ONNX schema allows (the extra ones would be ignored)."""
     if node.domain not in DEFAULT_DOMAINS:
         return None
-    try:
-        schema = onnx.defs.get_schema(node.op, node.opset, "")
-    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+    facts = _schema_facts(node.op, node.opset)
+    if facts is None:
         return None
-    if len(node.inputs) > schema.max_input:
-        return f"{len(node.inputs)} inputs, but {node.op} takes at most {schema.max_input} (the model is invalid)"
+    if len(node.inputs) > facts[2]:
+        return f"{len(node.inputs)} inputs, but {node.op} takes at most {facts[2]} (the model is invalid)"
     return None
 
 
@@ -197,7 +208,8 @@ class Converter(LoweringContext):
             self.inferred, self.inferred_types, expanded = analysis
             if expanded is not None:
                 nodes = [Node(onnx.NodeProto.FromString(data), i, opset) for i, (data, opset) in enumerate(expanded)]
-        self.nodes = self._toposort([Node(n.proto, i, n.opset) for i, n in enumerate(nodes)])
+        # (each Node already carries its position in `nodes` as its index: no second copy)
+        self.nodes = self._toposort(nodes)
         with self.report.phase("onnx:pre-scan"):
             flagged = self._scan()
         # Lower even when the pre-scan found problems, to add those only found while
