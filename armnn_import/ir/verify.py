@@ -209,8 +209,8 @@ def _beyond_target(layer, target) -> list[str]:
         later, enums = _fields_of(type(desc))[0]
         fields = plan[2][type(desc)] = (tuple(f for f in later if not target.has(f)), enums)
     if not any(getattr(desc, f.name) != f.default for f in fields[0]) and \
-            all(type(getattr(desc, f.name)) in plan[1] for f in fields[1]):
-        return []  # (nearly every layer: no field the format lacks is set, every enum type is whole)
+            all((type(v), v) in plan[1] for v in (getattr(desc, f.name) for f in fields[1])):
+        return []  # (nearly every layer: no field the format lacks is set, every enum value is in it)
     later, enums = _fields_of(type(desc))[0]
 
     def show(v):
@@ -251,7 +251,7 @@ _TARGET_PLANS: dict = {}
 
 
 def _target_plan(target) -> tuple:
-    """(the layer types the target's format has, the enum types it has every value of,
+    """(the layer types the target's format has, the (enum type, value) pairs it has,
     {descriptor class: (the fields the format lacks, the enum fields)}), per release."""
     got = _TARGET_PLANS.get(target.release)
     if got is None:
@@ -259,7 +259,7 @@ def _target_plan(target) -> tuple:
         enums = [v for v in vars(T).values() if isinstance(v, type) and issubclass(v, IntEnum) and v is not IntEnum]
         got = _TARGET_PLANS[target.release] = (
             frozenset(t for t in LayerType if target.has(t)),
-            frozenset(e for e in enums if all(target.has(m) for m in e)), {})
+            frozenset((e, m) for e in enums for m in e if target.has(m)), {})
     return got
 
 

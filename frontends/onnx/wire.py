@@ -11,6 +11,7 @@ also report the errors.
 """
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -21,6 +22,7 @@ VARINT, I64, LEN, I32 = 0, 1, 2, 5
 # TensorProto.DataType -> little-endian numpy type, for the types read as plain arrays
 DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 10: "<f2", 11: "<f8",
           12: "<u4", 13: "<u8"}
+ITEMSIZE = {k: np.dtype(v).itemsize for k, v in DTYPES.items()}
 MIN_BYTES = 1 << 16
 # Float tensors from this size on are cut out too: a model of many small layers holds its
 # weights in thousands of them (kept in the proto, they were held once there, once more
@@ -149,8 +151,8 @@ def _tensor(buf, pos: int, end: int, min_bytes: tuple, found: dict, seen: set) -
         text = name.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    item = np.dtype(DTYPES[dtype]).itemsize
-    if any(d >= 1 << 62 for d in dims) or int(np.prod(dims, dtype=object)) * item != raw[2] - raw[1]:
+    item = ITEMSIZE[dtype]
+    if any(d >= 1 << 62 for d in dims) or math.prod(dims) * item != raw[2] - raw[1]:  # (exact: Python ints)
         return None
     found[text] = (DTYPES[dtype], tuple(dims), raw[1], raw[2] - raw[1])
     return bytes(buf[pos:raw[0]]) + bytes(buf[raw[2]:end])
