@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import itertools
 
 import numpy as np
 import onnx
@@ -418,14 +419,15 @@ class Converter(LoweringContext):
         except Exception:  # noqa: BLE001 - shape inference is advisory
             return
         g = inferred.graph
-        for vi in list(g.value_info) + list(g.output):
-            if not vi.type.HasField("tensor_type"):
+        types, shapes = self.inferred_types, self.inferred
+        for vi in itertools.chain(g.value_info, g.output):  # (one per tensor of the model)
+            t = vi.type
+            if not t.HasField("tensor_type"):
                 continue
-            self.inferred_types[vi.name] = vi.type.tensor_type.elem_type
-            if not vi.type.tensor_type.HasField("shape"):
-                continue
-            self.inferred[vi.name] = tuple(int(d.dim_value) if d.HasField("dim_value") else None
-                                           for d in vi.type.tensor_type.shape.dim)
+            tt, name = t.tensor_type, vi.name
+            types[name] = tt.elem_type
+            if tt.HasField("shape"):
+                shapes[name] = tuple([int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim])
 
     # -- pre-scan -----------------------------------------------------------
     def _scan(self) -> set[int]:
@@ -685,6 +687,19 @@ class Converter(LoweringContext):
                 self.g.rename(layer, self.g.unique_name(f"{name}_op"))
 
 
+def _add_value_info(field, name: str, elem_type: int, dims) -> None:
+    """Append to `field` what onnx.helper.make_tensor_value_info(name, elem_type, list(dims)) makes
+    (the same message, built in place: there is one per weight of a model)."""
+    vi = field.add()
+    vi.name = name
+    tt = vi.type.tensor_type
+    tt.elem_type = elem_type
+    shape = tt.shape
+    shape.dim.extend([])  # (an empty shape is still a shape, as make_tensor_type_proto makes it)
+    for d in dims:
+        shape.dim.add().dim_value = d
+
+
 def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) -> onnx.ModelProto:
     """A copy of `model` for shape inference: large initializers become typed
     graph inputs, so their data is neither serialized nor copied (shape
@@ -700,7 +715,7 @@ def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) 
         if t.ByteSize() <= keep_bytes and t.name not in mapped:
             g.initializer.append(t)
         elif t.name not in declared:
-            g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+            _add_value_info(g.input, t.name, t.data_type, t.dims)
     m = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
     m.opset_import.extend(model.opset_import)
     m.functions.extend(model.functions)
