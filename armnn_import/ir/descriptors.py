@@ -90,7 +90,7 @@ def _canonical(self):
 
 def dataclass(cls):
     cls.__post_init__ = _canonical
-    return dataclasses.dataclass(cls)
+    return dataclasses.dataclass(cls, slots=True)  # (slots: one per layer of networks of 100,000s)
 
 
 @dataclass

@@ -26,7 +26,7 @@ class Port(NamedTuple):
         return f"Port({self.layer.name!r}:{self.slot})"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # (slots: one per layer of networks of 100,000s)
 class Layer:
     type: LayerType
     name: str
@@ -109,7 +109,8 @@ class Graph:
         quantization is not implied by the inputs."""
         from .shapes import infer_outputs  # late: shapes imports graph types
 
-        type = LayerType(type)
+        if type.__class__ is not LayerType:  # (the enum's call is slow; nearly every caller passes one)
+            type = LayerType(type)
         kind = LAYER_KINDS[type]
         if desc is None and kind.descriptor is not None:
             desc = kind.descriptor()

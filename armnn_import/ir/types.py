@@ -31,13 +31,19 @@ class DataType(IntEnum):
 
     @classmethod
     def from_numpy(cls, dtype) -> "DataType":
+        got = _FROM_NUMPY.get(dtype)  # (every ConstTensor asks: answered once per dtype)
+        if got is not None:
+            return got
         dtype = np.dtype(dtype)
         for dt, npdt in _NP_DTYPES.items():
             if npdt == dtype:
+                if isinstance(dtype, np.dtype):
+                    _FROM_NUMPY[dtype] = dt
                 return dt
         raise ValueError(f"no Arm NN data type for numpy dtype {dtype}")
 
 
+_FROM_NUMPY: dict = {}  # numpy dtype -> the DataType from_numpy gives it
 _NP_DTYPES = {
     DataType.Float16: np.dtype(np.float16),
     DataType.Float32: np.dtype(np.float32),
@@ -241,7 +247,7 @@ DEFAULT_STORAGE = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: many thousands of them in a large network)
 class TensorInfo:
     """Shape, data type and quantization of one tensor: per tensor (scale, offset), or
     per axis (the 20.08 format on: `scales`, one per index of dimension `quant_dim`,
@@ -264,7 +270,8 @@ class TensorInfo:
             object.__setattr__(self, "offset", int(self.offset))
         if self.scales is not None:
             object.__setattr__(self, "scales", tuple(float(v) for v in np.asarray(self.scales, np.float32)))
-        object.__setattr__(self, "quant_dim", int(self.quant_dim))
+        if type(self.quant_dim) is not int:
+            object.__setattr__(self, "quant_dim", int(self.quant_dim))
 
     @classmethod
     def per_axis(cls, shape, dtype: "DataType", scales, quant_dim: int = 0) -> "TensorInfo":
@@ -287,7 +294,19 @@ class TensorInfo:
         return n
 
     def with_shape(self, shape) -> "TensorInfo":
-        return TensorInfo(tuple(shape), self.dtype, self.scale, self.offset, self.scales, self.quant_dim)
+        # (the other fields are canonical already: only the shape is converted; shapes.py asks per layer)
+        shape = tuple(map(int, shape))
+        if shape == self.shape:
+            return self  # (immutable: an elementwise layer's output shares its input's info)
+        new = object.__new__(TensorInfo)
+        put = object.__setattr__
+        put(new, "shape", shape)
+        put(new, "dtype", self.dtype)
+        put(new, "scale", self.scale)
+        put(new, "offset", self.offset)
+        put(new, "scales", self.scales)
+        put(new, "quant_dim", self.quant_dim)
+        return new
 
     def with_dtype(self, dtype: DataType) -> "TensorInfo":
         if dtype.is_quantized:

@@ -43,40 +43,53 @@ def verify(graph) -> None:
 # -- graph structure ---------------------------------------------------------
 
 def _structure(graph) -> list[str]:
-    problems = [f"layer name {name!r} is used by {n} layers"
-                for name, n in Counter(l.name for l in graph.layers).items() if n > 1]
-    pos = {id(l): i for i, l in enumerate(graph.layers)}
-    for layer in graph.layers:
-        for i, p in enumerate(layer.inputs):
-            if id(p.layer) not in pos:
-                problems.append(f"layer {layer.name!r} input {i} comes from layer {p.layer.name!r}, "
+    layers = graph.layers
+    names = [l.name for l in layers]
+    problems = [] if len(set(names)) == len(names) else \
+        [f"layer name {name!r} is used by {n} layers" for name, n in Counter(names).items() if n > 1]
+    pos = {id(l): i for i, l in enumerate(layers)}
+    late = []  # (layer, position, the first input defined after it, its position)
+    for i, layer in enumerate(layers):
+        first_late = None
+        for j, p in enumerate(layer.inputs):
+            src = p.layer
+            k = pos.get(id(src))
+            if k is None:
+                problems.append(f"layer {layer.name!r} input {j} comes from layer {src.name!r}, "
                                 "which is not in the graph")
-            elif not 0 <= p.slot < len(p.layer.outputs):
-                problems.append(f"layer {layer.name!r} input {i} uses output {p.slot} of {p.layer.name!r}, "
-                                f"which has {len(p.layer.outputs)} outputs")
+            elif not 0 <= p.slot < len(src.outputs):
+                problems.append(f"layer {layer.name!r} input {j} uses output {p.slot} of {src.name!r}, "
+                                f"which has {len(src.outputs)} outputs")
+            elif k > i and first_late is None:
+                first_late = (layer, i, src, k)
+        if first_late is not None:
+            late.append(first_late)
     if problems:
         return problems
-    for i, layer in enumerate(graph.layers):
-        for p in layer.inputs:
-            if pos[id(p.layer)] > i:
-                problems.append(f"layer {layer.name!r} (position {i}) uses {p.layer.name!r} "
-                                f"(position {pos[id(p.layer)]}) before it is defined; the layers are "
-                                "not in topological order (graph.toposort())")
-                break
+    for layer, i, src, k in late:
+        problems.append(f"layer {layer.name!r} (position {i}) uses {src.name!r} "
+                        f"(position {k}) before it is defined; the layers are "
+                        "not in topological order (graph.toposort())")
     # A cycle is reported instead of the order; layers in topological order (no problem
     # above) have none, so the search runs only when the order is broken.
     cycle = _find_cycle(graph) if problems else None
     if cycle:
         return ["cycle: " + " -> ".join(repr(l.name) for l in cycle)]
+    io = {LayerType.Input: [], LayerType.Output: []}
+    bound = []  # layers other than Input and Output with a binding id
+    for l in layers:
+        group = io.get(l.type)
+        if group is not None:
+            group.append(l)
+        elif l.binding_id is not None:
+            bound.append(l)
     for t in (LayerType.Input, LayerType.Output):
-        layers = [l for l in graph.layers if l.type == t]
-        ids = [l.binding_id for l in layers]
+        ids = [l.binding_id for l in io[t]]
         if any(not isinstance(b, int) for b in ids) or sorted(ids) != list(range(len(ids))):
             problems.append(f"{t.name} binding ids are {ids}; expected 0..{len(ids) - 1}, each once "
-                            f"(layers {[l.name for l in layers]})")
-    for l in graph.layers:
-        if l.type not in (LayerType.Input, LayerType.Output) and l.binding_id is not None:
-            problems.append(f"layer {l.name!r} ({l.type.name}) has a binding id but is not an Input or Output")
+                            f"(layers {[l.name for l in io[t]]})")
+    for l in bound:
+        problems.append(f"layer {l.name!r} ({l.type.name}) has a binding id but is not an Input or Output")
     return problems
 
 
@@ -128,19 +141,23 @@ def _check_layer(layer) -> list[str]:
         return [f"descriptor is {type(layer.desc).__name__}, expected {kind.descriptor.__name__}"]
 
     problems = _out_of_range(layer)
-    required = [k for k in kind.tensors if k not in kind.optional]
-    if getattr(layer.desc, "bias_enabled", False) and "biases" in kind.tensors:  # (Convolution3d: an input)
-        required.append("biases")
-    elif "biases" in layer.tensors:
-        problems.append("has biases but bias_enabled is false (Arm NN would ignore them)")
-    problems += [f"missing constant tensor '{k}'" for k in required if k not in layer.tensors]
-    problems += [f"unexpected constant tensor '{k}' ({t.name} has {list(kind.tensors) or 'none'})"
-                 for k in layer.tensors if k not in kind.tensors]
-    for k, ct in layer.tensors.items():
-        problems += _check_quant(ct.info, f"constant '{k}'")
+    tensors = layer.tensors
+    if kind.tensors or tensors:
+        required = _required(t, kind)
+        if getattr(layer.desc, "bias_enabled", False) and "biases" in kind.tensors:  # (Convolution3d: an input)
+            required = required + ["biases"]
+        elif "biases" in tensors:
+            problems.append("has biases but bias_enabled is false (Arm NN would ignore them)")
+        problems += [f"missing constant tensor '{k}'" for k in required if k not in tensors]
+        problems += [f"unexpected constant tensor '{k}' ({t.name} has {list(kind.tensors) or 'none'})"
+                     for k in tensors if k not in kind.tensors]
+        for k, ct in tensors.items():
+            if ct.info.dtype in _QUANTIZED:
+                problems += _check_quant(ct.info, f"constant '{k}'")
     for i, info in enumerate(layer.outputs):
-        problems += _check_quant(info, f"output {i}")
-        if any(d < 1 for d in info.shape):
+        if info.dtype in _QUANTIZED:
+            problems += _check_quant(info, f"output {i}")
+        if info.shape and min(info.shape) < 1:
             problems.append(f"output {i} {info} has an empty dimension")
     if problems:
         return problems
@@ -163,20 +180,38 @@ def _check_layer(layer) -> list[str]:
     return problems
 
 
+_QUANTIZED = frozenset(t for t in DataType if t.is_quantized)
+_REQUIRED: dict = {}
+
+
+def _required(t, kind) -> list[str]:
+    """The constant tensors a layer type must have (a new list: the caller may extend it)."""
+    got = _REQUIRED.get(t)
+    if got is None:
+        got = _REQUIRED[t] = tuple(k for k in kind.tensors if k not in kind.optional)
+    return list(got)
+
+
 def _beyond_target(layer, target) -> list[str]:
     """What the target release's format cannot hold: the layer type itself, or a descriptor
     field set away from its default that the format does not have (the writer skips such a
     field, so its value would be lost; in 19.02 convolutions, a runtime would read it as a
     dilation), or an enum value the format lacks."""
-    if not target.has(layer.type):
+    plan = _target_plan(target)
+    if layer.type not in plan[0]:
         return [f"is not in the Arm NN {target} format (it needs --target {since(layer.type)} or later)"]
     tensors = _tensor_beyond_target(layer, target)
     if tensors:
         return tensors
     desc = layer.desc
+    fields = plan[2].get(type(desc))
+    if fields is None:
+        later, enums = _fields_of(type(desc))[0]
+        fields = plan[2][type(desc)] = (tuple(f for f in later if not target.has(f)), enums)
+    if not any(getattr(desc, f.name) != f.default for f in fields[0]) and \
+            all((type(v), v) in plan[1] for v in (getattr(desc, f.name) for f in fields[1])):
+        return []  # (nearly every layer: no field the format lacks is set, every enum value is in it)
     later, enums = _fields_of(type(desc))[0]
-    if not later and not enums:
-        return []
 
     def show(v):
         return v.name if isinstance(v, IntEnum) else repr(v)
@@ -196,6 +231,10 @@ def _beyond_target(layer, target) -> list[str]:
 
 def _tensor_beyond_target(layer, target) -> list[str]:
     """Data types and per-axis quantization that the target's TensorInfo cannot hold."""
+    ok, per_axis = _target_types(target)
+    if all(i.dtype in ok and (per_axis or i.scales is None) for i in layer.outputs) and \
+            all(ct.info.dtype in ok and (per_axis or ct.info.scales is None) for ct in layer.tensors.values()):
+        return []  # (nearly every layer: no message to build)
     problems = []
     for what, info in _named_infos(layer):
         if not target.has(info.dtype):
@@ -205,6 +244,32 @@ def _tensor_beyond_target(layer, target) -> list[str]:
             problems.append(f"{what} has per-axis quantization, which the Arm NN {target} format lacks "
                             "(--target 20.08 has it)")
     return problems
+
+
+_TARGET_TYPES: dict = {}
+_TARGET_PLANS: dict = {}
+
+
+def _target_plan(target) -> tuple:
+    """(the layer types the target's format has, the (enum type, value) pairs it has,
+    {descriptor class: (the fields the format lacks, the enum fields)}), per release."""
+    got = _TARGET_PLANS.get(target.release)
+    if got is None:
+        from . import types as T
+        enums = [v for v in vars(T).values() if isinstance(v, type) and issubclass(v, IntEnum) and v is not IntEnum]
+        got = _TARGET_PLANS[target.release] = (
+            frozenset(t for t in LayerType if target.has(t)),
+            frozenset((e, m) for e in enums for m in e if target.has(m)), {})
+    return got
+
+
+def _target_types(target) -> tuple:
+    """(the data types the target's format has, whether it has per-axis quantization)."""
+    got = _TARGET_TYPES.get(target.release)
+    if got is None:
+        got = _TARGET_TYPES[target.release] = (frozenset(t for t in DataType if target.has(t)),
+                                               target.at_least("20.08"))
+    return got
 
 
 class _Name:
@@ -218,6 +283,13 @@ class _Name:
         return f"output {self.key}" if self.kind else f"constant '{self.key}'"
 
     __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+def _infos(layer):
+    """The TensorInfo of every output and constant of `layer` (as _named_infos, unnamed)."""
+    if not layer.tensors:
+        return layer.outputs
+    return [*layer.outputs, *(ct.info for ct in layer.tensors.values())]
 
 
 def _named_infos(layer):
@@ -262,8 +334,14 @@ def _out_of_range(layer) -> list[str]:
     def bad(values, rng):
         return [v for v in values if not rng[0] <= v <= rng[1]]
     problems = []
-    for name, scalar_rng, elem_rng in _fields_of(type(layer.desc))[1]:
-        v = getattr(layer.desc, name)
+    desc = layer.desc
+    for name, scalar_rng, elem_rng in _fields_of(type(desc))[1]:
+        v = getattr(desc, name)
+        tv = type(v)
+        if tv is int and scalar_rng[0] <= v <= scalar_rng[1]:
+            continue  # (exactly int: neither a bool nor an enum; most fields)
+        if tv is tuple and all(type(e) is int and elem_rng[0] <= e <= elem_rng[1] for e in v):
+            continue  # (a vector of ints in range)
         if isinstance(v, (IntEnum, bool, float)):
             continue  # enums and booleans are coerced on construction; floats are float32
         if isinstance(v, int):
@@ -280,6 +358,10 @@ def _out_of_range(layer) -> list[str]:
         if out:
             problems.append(f"descriptor field '{name}' holds {out[0]}, outside the schema's "
                             f"{'int32' if rng == INT32 else 'uint32'} range")
+    lo, hi = INT32
+    if all((not i.shape or (min(i.shape) >= 0 and max(i.shape) <= UINT32[1])) and lo <= i.offset <= hi
+           for i in _infos(layer)):
+        return problems  # (nearly every layer: no message to build)
     for what, info in _named_infos(layer):
         if info.shape and (min(info.shape) < 0 or max(info.shape) > UINT32[1]):
             problems.append(f"{what} shape {info.shape} has a dimension outside the uint32 range")

@@ -48,34 +48,48 @@ def remove_identities(graph: Graph, report: Report) -> int:
     return sum(bypass(graph, l) for l in list(graph.layers) if is_identity(l))
 
 
-def _key(layer: Layer):
-    """What makes two layers compute the same thing (None: never merged)."""
+def _inputs_key(layer: Layer):
+    """The type and inputs of a layer that may be merged (None: never merged)."""
     if layer.type in (LayerType.Input, LayerType.Output) or not layer.inputs:
         return None
-    tensors = tuple((k, t.info, t.data.tobytes()) for k, t in sorted(layer.tensors.items())
-                    if t.stored.nbytes <= 4096)
-    if len(tensors) != len(layer.tensors):
+    if any(t.stored.nbytes > 4096 for t in layer.tensors.values()):
         return None  # large weights: not worth hashing
-    return (layer.type, tuple((id(p.layer), p.slot) for p in layer.inputs), repr(layer.desc),
-            tuple(layer.outputs), tensors)
+    return (layer.type, tuple((id(p.layer), p.slot) for p in layer.inputs))
+
+
+def _key(layer: Layer):
+    """What else makes two layers of the same type and inputs compute the same thing."""
+    tensors = tuple((k, t.info, t.data.tobytes()) for k, t in sorted(layer.tensors.items()))
+    return repr(layer.desc), tuple(layer.outputs), tensors
 
 
 def merge_duplicates(graph: Graph, report: Report) -> int:
     """Layers with the same type, inputs, descriptor and constants become one
-    (e.g. the Permutes the NHWC lowering puts before each consumer of a tensor)."""
-    seen: dict = {}
+    (e.g. the Permutes the NHWC lowering puts before each consumer of a tensor).
+    Each layer merges into the first earlier one that equals it; the descriptors and
+    constants are compared only among layers of the same type and inputs (few)."""
+    seen: dict = {}  # (type, inputs) -> [[layer, its _key or None until needed]]
     n = 0
     for layer in list(graph.layers):  # topological order: inputs already merged
-        key = _key(layer)
-        if key is None:
+        cheap = _inputs_key(layer)
+        if cheap is None:
             continue
-        if key in seen:
-            for slot in range(len(layer.outputs)):
-                graph.replace_uses(layer.out(slot), seen[key].out(slot))
-            graph.remove([layer])
-            n += 1
+        group = seen.get(cheap)
+        if group is None:
+            seen[cheap] = [[layer, None]]
+            continue
+        key = _key(layer)
+        for entry in group:
+            if entry[1] is None:  # (its inputs were merged before it was seen: the key is as it was then)
+                entry[1] = _key(entry[0])
+            if entry[1] == key:
+                for slot in range(len(layer.outputs)):
+                    graph.replace_uses(layer.out(slot), entry[0].out(slot))
+                graph.remove([layer])
+                n += 1
+                break
         else:
-            seen[key] = layer
+            group.append([layer, key])
     return n
 
 

@@ -18,7 +18,9 @@ Converters see the conversion through LoweringContext (context.py).
 """
 from __future__ import annotations
 
+import functools
 import heapq
+import itertools
 
 import numpy as np
 import onnx
@@ -81,29 +83,39 @@ class LoweringBug(RuntimeError):
     a refusal (it escapes convert(), so the CLI reports an internal error, exit code 4)."""
 
 
+@functools.lru_cache(maxsize=None)
+def _schema_facts(op: str, opset: int):
+    """(required single inputs as (index, name), required attributes, most inputs) of an
+    operator's ONNX schema, or None when there is none (worked out once per operator:
+    the pre-scan asks for every node)."""
+    try:
+        schema = onnx.defs.get_schema(op, opset, "")
+    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+        return None
+    single = onnx.defs.OpSchema.FormalParameterOption.Single
+    inputs = tuple((i, p.name) for i, p in enumerate(schema.inputs) if p.option == single)
+    attrs = tuple(a for a, spec in schema.attributes.items() if spec.required)
+    return inputs, attrs, schema.max_input
+
+
 def _missing(node) -> list[str]:
     """Required inputs and attributes (per the ONNX schema) that the node lacks."""
-    try:
-        schema = onnx.defs.get_schema(node.op, node.opset, "")
-    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+    facts = _schema_facts(node.op, node.opset)
+    if facts is None:
         return []
-    single = onnx.defs.OpSchema.FormalParameterOption.Single
-    inputs = [f"input {p.name!r}" for i, p in enumerate(schema.inputs)
-              if p.option == single and (i >= len(node.inputs) or not node.inputs[i])]
-    return inputs + [f"attribute {a!r}" for a, spec in schema.attributes.items()
-                     if spec.required and a not in node.attrs]
+    inputs = [f"input {name!r}" for i, name in facts[0] if i >= len(node.inputs) or not node.inputs[i]]
+    return inputs + [f"attribute {a!r}" for a in facts[1] if a not in node.attrs]
 
 
 def _too_many_inputs(node) -> str | None:
     """Why a node has more inputs than its ONNX schema allows (the extra ones would be ignored)."""
     if node.domain not in DEFAULT_DOMAINS:
         return None
-    try:
-        schema = onnx.defs.get_schema(node.op, node.opset, "")
-    except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
+    facts = _schema_facts(node.op, node.opset)
+    if facts is None:
         return None
-    if len(node.inputs) > schema.max_input:
-        return f"{len(node.inputs)} inputs, but {node.op} takes at most {schema.max_input} (the model is invalid)"
+    if len(node.inputs) > facts[2]:
+        return f"{len(node.inputs)} inputs, but {node.op} takes at most {facts[2]} (the model is invalid)"
     return None
 
 
@@ -200,7 +212,8 @@ class Converter(LoweringContext):
             self.inferred, self.inferred_types, expanded = analysis
             if expanded is not None:
                 nodes = [Node(onnx.NodeProto.FromString(data), i, opset) for i, (data, opset) in enumerate(expanded)]
-        self.nodes = self._toposort([Node(n.proto, i, n.opset) for i, n in enumerate(nodes)])
+        # (each Node already carries its position in `nodes` as its index: no second copy)
+        self.nodes = self._toposort(nodes)
         with self.report.phase("onnx:pre-scan"):
             flagged = self._scan()
         # Lower even when the pre-scan found problems, to add those only found while
@@ -410,14 +423,15 @@ class Converter(LoweringContext):
         except Exception:  # noqa: BLE001 - shape inference is advisory
             return
         g = inferred.graph
-        for vi in list(g.value_info) + list(g.output):
-            if not vi.type.HasField("tensor_type"):
+        types, shapes = self.inferred_types, self.inferred
+        for vi in itertools.chain(g.value_info, g.output):  # (one per tensor of the model)
+            t = vi.type
+            if not t.HasField("tensor_type"):
                 continue
-            self.inferred_types[vi.name] = vi.type.tensor_type.elem_type
-            if not vi.type.tensor_type.HasField("shape"):
-                continue
-            self.inferred[vi.name] = tuple(int(d.dim_value) if d.HasField("dim_value") else None
-                                           for d in vi.type.tensor_type.shape.dim)
+            tt, name = t.tensor_type, vi.name
+            types[name] = tt.elem_type
+            if tt.HasField("shape"):
+                shapes[name] = tuple([int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim])
 
     # -- pre-scan -----------------------------------------------------------
     def _scan(self) -> set[int]:
@@ -682,6 +696,19 @@ class Converter(LoweringContext):
                 self.g.rename(layer, self.g.unique_name(f"{name}_op"))
 
 
+def _add_value_info(field, name: str, elem_type: int, dims) -> None:
+    """Append to `field` what onnx.helper.make_tensor_value_info(name, elem_type, list(dims)) makes
+    (the same message, built in place: there is one per weight of a model)."""
+    vi = field.add()
+    vi.name = name
+    tt = vi.type.tensor_type
+    tt.elem_type = elem_type
+    shape = tt.shape
+    shape.dim.extend([])  # (an empty shape is still a shape, as make_tensor_type_proto makes it)
+    for d in dims:
+        shape.dim.add().dim_value = d
+
+
 def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) -> onnx.ModelProto:
     """A copy of `model` for shape inference: large initializers become typed
     graph inputs, so their data is neither serialized nor copied (shape
@@ -697,7 +724,7 @@ def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) 
         if t.ByteSize() <= keep_bytes and t.name not in mapped:
             g.initializer.append(t)
         elif t.name not in declared:
-            g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+            _add_value_info(g.input, t.name, t.data_type, t.dims)
     m = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
     m.opset_import.extend(model.opset_import)
     m.functions.extend(model.functions)

@@ -62,21 +62,41 @@ def _check_names(model: onnx.ModelProto) -> None:
     graphs = [model.graph]
     while graphs:
         g = graphs.pop()
-        names = [(g.name, "graph")]
-        names += [(v.name, "value") for v in (*g.input, *g.output, *g.value_info)]
-        names += [(t.name, "initializer") for t in g.initializer]
-        names += [(s.values.name, "initializer") for s in g.sparse_initializer]
+        # (one flat pass over the names; labelled only when one is bad, see _bad_name)
+        names = [g.name]
+        names += [v.name for v in g.input]
+        names += [v.name for v in g.output]
+        names += [v.name for v in g.value_info]
+        names += [t.name for t in g.initializer]
+        names += [s.values.name for s in g.sparse_initializer]
         for node in g.node:
-            names += [(node.name, "node"), (node.op_type, "operator"), (node.domain, "domain")]
-            names += [(n, "value") for n in (*node.input, *node.output)]
-            names += [(a.name, "attribute") for a in node.attribute]
-            for a in node.attribute:
-                if a.HasField("g"):
-                    graphs.append(a.g)
-                graphs.extend(a.graphs)
-        for name, what in names:
-            if not isinstance(name, str):
-                raise LoadError(f"{what} name {name!r} is not valid UTF-8")
+            names += (node.name, node.op_type, node.domain)
+            names += node.input
+            names += node.output
+            attributes = node.attribute
+            if attributes:
+                for a in attributes:
+                    names.append(a.name)
+                    if a.HasField("g"):
+                        graphs.append(a.g)
+                    graphs.extend(a.graphs)
+        if not all(type(n) is str for n in names):
+            _bad_name(g)
+
+
+def _bad_name(g) -> None:
+    """Raise LoadError for the first name of graph `g` (not its subgraphs) that is not valid UTF-8."""
+    names = [(g.name, "graph")]
+    names += [(v.name, "value") for v in (*g.input, *g.output, *g.value_info)]
+    names += [(t.name, "initializer") for t in g.initializer]
+    names += [(s.values.name, "initializer") for s in g.sparse_initializer]
+    for node in g.node:
+        names += [(node.name, "node"), (node.op_type, "operator"), (node.domain, "domain")]
+        names += [(n, "value") for n in (*node.input, *node.output)]
+        names += [(a.name, "attribute") for a in node.attribute]
+    for name, what in names:
+        if not isinstance(name, str):
+            raise LoadError(f"{what} name {name!r} is not valid UTF-8")
 
 
 def _parse_file(f, what: str, mapped: dict | None) -> onnx.ModelProto:

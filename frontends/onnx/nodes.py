@@ -13,6 +13,7 @@ from armnn_import.limits import check_shape
 
 class Node:
     """One ONNX node with its attributes decoded (strings as str)."""
+    __slots__ = ("proto", "index", "opset", "op", "domain", "name", "inputs", "outputs", "attrs", "implicit")
 
     def __init__(self, proto, index: int, opset: int):
         self.proto, self.index, self.opset = proto, index, opset
@@ -20,8 +21,12 @@ class Node:
         self.name = proto.name or f"{proto.op_type}_{index}"
         self.inputs, self.outputs = list(proto.input), list(proto.output)
         self.attrs = {}
+        attributes = proto.attribute
+        if not attributes:  # (most nodes: nothing to decode, no subgraph)
+            self.implicit = []
+            return
         want = _attribute_types(self.op, opset) if self.domain in ("", "ai.onnx") else {}
-        for a in proto.attribute:
+        for a in attributes:
             t = want.get(a.name)
             if t is not None and a.type != t and not a.ref_attr_name:
                 raise LoadError(f"node {self.name!r}: attribute {a.name!r} is {_type_name(a.type)}, but "

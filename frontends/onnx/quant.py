@@ -108,24 +108,48 @@ class QuantState:
         # inputs and outputs, with Quantize and Dequantize layers at its edges
         self.float_edges = False
         self.graph_outputs = {o.name for o in model.graph.output}
-        self.producer, self.consumers = {}, {}
-        self.constants = {k: v for k, v in values.items() if isinstance(v, np.ndarray)}
-        self.active = False
-        for node in model.graph.node:
-            self.active |= node.op_type in QUANT_OPS
-            for o in node.output:
-                self.producer[o] = node
-            for i in node.input:
-                self.consumers.setdefault(i, []).append(node)
-            if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
-                try:
-                    self.constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-                except Exception:  # noqa: BLE001 - a malformed constant is reported when folded
-                    pass
+        self.active = any(node.op_type in QUANT_OPS for node in model.graph.node)
+        # The indexes below are built when first asked for: a float model (nearly every one) never
+        # asks, and for a large one they would hold an entry per node and tensor while it converts.
+        self._model, self._index = model, None
+        self._const_names = [k for k, v in values.items() if isinstance(v, np.ndarray)]
+        self._values = values
         if self.dequantize:
             for node in model.graph.node:
                 if node.op_type == "DequantizeLinear" and node.input[0] in self.constants:
                     self.note_dequantized(node.input[0])
+
+    def _indexes(self) -> tuple[dict, dict, dict]:
+        """(producer, consumers, constants): each tensor's producing node, its consuming nodes, and the
+        constant values (the initializers, as they were when the conversion began, and Constant nodes)."""
+        if self._index is None:
+            producer, consumers = {}, {}
+            constants = {k: self._values[k] for k in self._const_names}
+            for node in self._model.graph.node:
+                for o in node.output:
+                    producer[o] = node
+                for i in node.input:
+                    consumers.setdefault(i, []).append(node)
+                if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
+                    try:
+                        constants[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
+                    except Exception:  # noqa: BLE001 - a malformed constant is reported when folded
+                        pass
+            self._index = (producer, consumers, constants)
+            self._const_names = self._values = None
+        return self._index
+
+    @property
+    def producer(self) -> dict:
+        return self._indexes()[0]
+
+    @property
+    def consumers(self) -> dict:
+        return self._indexes()[1]
+
+    @property
+    def constants(self) -> dict:
+        return self._indexes()[2]
 
     # -- the pre-scan and the conversion ask ---------------------------------------------------
     def allows_domain(self, node) -> bool:

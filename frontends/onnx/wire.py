@@ -11,6 +11,7 @@ also report the errors.
 """
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
@@ -21,7 +22,14 @@ VARINT, I64, LEN, I32 = 0, 1, 2, 5
 # TensorProto.DataType -> little-endian numpy type, for the types read as plain arrays
 DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 10: "<f2", 11: "<f8",
           12: "<u4", 13: "<u8"}
+ITEMSIZE = {k: np.dtype(v).itemsize for k, v in DTYPES.items()}
 MIN_BYTES = 1 << 16
+# Float tensors from this size on are cut out too: a model of many small layers holds its
+# weights in thousands of them (kept in the proto, they were held once there, once more
+# as arrays, and copied again for shape inference). Shape inference needs the values of
+# small constants only (shapes, axes, scales: integers, or a few floats), never of these.
+FLOAT_MIN_BYTES = 256
+FLOAT_TYPES = (1, 10, 11)  # FLOAT, FLOAT16, DOUBLE
 # Far more fields than a ModelProto or an initializer's TensorProto holds (dims unpacked,
 # repeated data packed); past them the bytes are left to protobuf.
 MODEL_FIELDS, TENSOR_FIELDS = 10_000, 100_000
@@ -77,10 +85,11 @@ def _fields(buf, pos: int, end: int, most: int | None = None):
         yield field, wire, start, value, pos
 
 
-def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES):
+def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES, float_min_bytes: int = FLOAT_MIN_BYTES):
     """(the model's bytes without the large raw_data, {name: (numpy dtype, dims, offset, length)}),
     or (None, {}) when there is nothing to cut (or the bytes are not what they should be:
-    protobuf then parses them whole and says what is wrong)."""
+    protobuf then parses them whole and says what is wrong). Cut: raw_data of `min_bytes`
+    or more, of `float_min_bytes` or more for float types."""
     if sys.byteorder != "little":
         return None, {}
     found: dict[str, tuple] = {}
@@ -88,7 +97,7 @@ def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES):
         pieces = []
         for field, wire, start, value, end in _fields(buf, 0, len(buf), MODEL_FIELDS):
             if field == MODEL_GRAPH and wire == LEN:
-                graph = _graph(buf, value, end, min_bytes, found)
+                graph = _graph(buf, value, end, (min_bytes, float_min_bytes), found)
                 pieces += [_encode_varint(field << 3 | LEN), _encode_varint(len(graph)), graph]
             else:
                 pieces.append(buf[start:end])
@@ -99,7 +108,7 @@ def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES):
     return b"".join(pieces), {k: (d, dims, base_offset + off, n) for k, (d, dims, off, n) in found.items()}
 
 
-def _graph(buf, pos: int, end: int, min_bytes: int, found: dict) -> bytes:
+def _graph(buf, pos: int, end: int, min_bytes: tuple, found: dict) -> bytes:
     pieces, seen = [], set()
     for field, wire, start, value, stop in _fields(buf, pos, end):
         if field == GRAPH_INITIALIZER and wire == LEN:
@@ -111,7 +120,7 @@ def _graph(buf, pos: int, end: int, min_bytes: int, found: dict) -> bytes:
     return b"".join(pieces)
 
 
-def _tensor(buf, pos: int, end: int, min_bytes: int, found: dict, seen: set) -> bytes | None:
+def _tensor(buf, pos: int, end: int, min_bytes: tuple, found: dict, seen: set) -> bytes | None:
     """The TensorProto's bytes without its raw_data when that is cut out, else None."""
     dims, dtype, name, raw, other = [], None, None, None, False
     for field, wire, start, value, stop in _fields(buf, pos, end, TENSOR_FIELDS):
@@ -135,14 +144,15 @@ def _tensor(buf, pos: int, end: int, min_bytes: int, found: dict, seen: set) -> 
         if name in seen:  # a repeated name: leave the whole model to protobuf
             raise ValueError("repeated initializer name")
         seen.add(name)
-    if raw is None or other or dtype not in DTYPES or name is None or raw[2] - raw[1] < min_bytes:
+    least = min(min_bytes) if dtype in FLOAT_TYPES else min_bytes[0]
+    if raw is None or other or dtype not in DTYPES or name is None or raw[2] - raw[1] < least:
         return None
     try:
         text = name.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    item = np.dtype(DTYPES[dtype]).itemsize
-    if any(d >= 1 << 62 for d in dims) or int(np.prod(dims, dtype=object)) * item != raw[2] - raw[1]:
+    item = ITEMSIZE[dtype]
+    if any(d >= 1 << 62 for d in dims) or math.prod(dims) * item != raw[2] - raw[1]:  # (exact: Python ints)
         return None
     found[text] = (DTYPES[dtype], tuple(dims), raw[1], raw[2] - raw[1])
     return bytes(buf[pos:raw[0]]) + bytes(buf[raw[2]:end])

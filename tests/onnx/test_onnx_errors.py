@@ -343,3 +343,27 @@ def test_running_out_of_memory_is_not_an_unsupported_operator(monkeypatch):
     m = model([h.make_node("Relu", ["x"], ["y"])], [vi("x", [1, 3])], [vi("y", None)])
     with pytest.raises(ConversionError, match="model too large"):
         armnn_import.convert(m)
+
+
+def test_missing_required_inputs_and_attributes_are_refused_per_node():
+    """The schema's required inputs and attributes (looked up once per operator) are checked
+    for every node: two nodes of one operator, each lacking something else."""
+    nodes = [h.make_node("Gemm", ["x", ""], ["g"], name="no_b"),
+             h.make_node("Gemm", ["x", "w"], ["g2"], name="ok_gemm"),
+             h.make_node("Concat", ["g", "g2"], ["y"], name="no_axis")]
+    w = nh.from_array(np.ones((3, 3), np.float32), "w")
+    with pytest.raises(UnsupportedModelError) as e:
+        armnn_import.convert(model(nodes, [vi("x", [1, 3])], [vi("y", None)], [w]).SerializeToString())
+    reasons = {p.node: p.reason for p in e.value.problems}
+    assert reasons["no_b"] == "required input 'B' missing (the model is invalid)"
+    assert reasons["no_axis"] == "required attribute 'axis' missing (the model is invalid)"
+    assert "ok_gemm" not in reasons
+
+
+def test_a_node_name_that_is_not_utf8_is_named_in_the_refusal():
+    """protobuf hands out bytes for invalid UTF-8; the loader's one-pass name check says which
+    kind of name it was."""
+    m = model([h.make_node("Relu", ["x"], ["y"], name="abc")], [vi("x", [1, 3])], [vi("y", [1, 3])])
+    data = m.SerializeToString().replace(b"abc", b"a\xffc")
+    with pytest.raises(LoadError, match=r"node name b'a\\xffc' is not valid UTF-8"):
+        armnn_import.convert(data)

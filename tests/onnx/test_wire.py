@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import armnn_import
 from armnn_import_frontends.onnx.loader import load_model
-from armnn_import_frontends.onnx.wire import MIN_BYTES, mapped_array, split_weights
+from armnn_import_frontends.onnx.wire import FLOAT_MIN_BYTES, MIN_BYTES, mapped_array, split_weights
 
 
 def _model(initializers, extra_nodes=()):
@@ -26,16 +26,21 @@ def _weights(rng, dtype=np.float32):
 def test_large_initializer_is_cut_and_equal():
     rng = np.random.default_rng(0)
     w, b = _weights(rng), rng.standard_normal(512).astype(np.float32)
-    data = _model([numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]).SerializeToString()
+    small = rng.standard_normal(FLOAT_MIN_BYTES // 8).astype(np.float32)
+    ints = np.arange(512, dtype=np.int64)  # 4 KB: integers (shapes, indices) stay below MIN_BYTES
+    data = _model([numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b"),
+                   numpy_helper.from_array(small, "s"), numpy_helper.from_array(ints, "i")]).SerializeToString()
     rest, cut = split_weights(memoryview(data))
-    assert set(cut) == {"w"}  # b is small
-    assert len(rest) < len(data) - w.nbytes + 64
+    assert set(cut) == {"w", "b"}  # s is small; b is a float tensor of FLOAT_MIN_BYTES or more
+    assert len(rest) < len(data) - w.nbytes - b.nbytes + 64
     np.testing.assert_array_equal(mapped_array(data, cut["w"]), w)
+    np.testing.assert_array_equal(mapped_array(data, cut["b"]), b)
     left = onnx.ModelProto.FromString(rest)
     whole = onnx.ModelProto.FromString(data)
     t = next(t for t in left.graph.initializer if t.name == "w")
     assert not t.HasField("raw_data") and list(t.dims) == [512, 64]
     whole.graph.initializer[0].ClearField("raw_data")
+    whole.graph.initializer[1].ClearField("raw_data")
     assert left == whole  # everything else is kept as it was
 
 
@@ -44,7 +49,7 @@ def test_odd_tensors_are_left_to_protobuf(case):
     rng = np.random.default_rng(1)
     w = _weights(rng)
     t = numpy_helper.from_array(w, "w")
-    inits = [t, numpy_helper.from_array(np.zeros(512, np.float32), "b")]
+    inits = [t, numpy_helper.from_array(np.zeros(FLOAT_MIN_BYTES // 8, np.float32), "b")]
     if case == "float_data":
         t.ClearField("raw_data")
         t.float_data.extend(w.reshape(-1).tolist())
@@ -55,14 +60,14 @@ def test_odd_tensors_are_left_to_protobuf(case):
     elif case == "duplicate":
         inits.append(numpy_helper.from_array(w * 2, "w"))
     elif case == "small":
-        t = numpy_helper.from_array(w[:8], "w")
+        t = numpy_helper.from_array(w[0, :FLOAT_MIN_BYTES // 8], "w")
         inits[0] = t
     data = _model(inits).SerializeToString()
     if case == "garbled":
         data = data[:len(data) // 2]
     rest, cut = split_weights(memoryview(data))
     assert rest is None and cut == {}
-    assert MIN_BYTES > w[:8].nbytes
+    assert FLOAT_MIN_BYTES > w[0, :FLOAT_MIN_BYTES // 8].nbytes
 
 
 def test_load_model_maps_weights(tmp_path):
@@ -73,7 +78,7 @@ def test_load_model_maps_weights(tmp_path):
                              numpy_helper.from_array(np.ones(512, np.float32), "b")]).SerializeToString())
     mapped = {}
     load_model(str(path), mapped)
-    assert set(mapped) == {"w"} and not mapped["w"].flags.writeable
+    assert set(mapped) == {"w", "b"} and not mapped["w"].flags.writeable and not mapped["b"].flags.writeable
     np.testing.assert_array_equal(mapped["w"], w)
 
 
