@@ -56,6 +56,7 @@ class _Builder(flatbuffers.Builder):
         self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
         self.grown = 0  # how many times the estimate was too small (for the tests)
         self.specs, self.plans = {}, {}  # per table and fields (_specs), per descriptor class
+        self.writers = {}  # per table and fields: its compiled writer (tables.compile_table)
 
     WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
 
@@ -129,8 +130,10 @@ def _specs(b, table: str, names: tuple) -> tuple:
 
 def _table(b, table: str, names: tuple, values) -> int:
     """Write `table` with its fields `names` (schema names) set to `values`, in that order."""
-    n, specs = _specs(b, table, names)
-    return tables.table(b, n, zip(specs, values))
+    write = b.writers.get((table, names))
+    if write is None:
+        write = b.writers[(table, names)] = tables.compile_table(*_specs(b, table, names))
+    return write(b, values)
 
 
 def _vector(b, values, dtype) -> int:
