@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 from flatbuffers import number_types as N
 from flatbuffers.builder import IsNestedError, OffsetArithmeticError
 
@@ -142,19 +143,45 @@ def connection(layer_index: int, slot: int):
 _CONNECTION = struct.Struct("<II")
 
 
+def _start_vector(b, nbytes: int) -> int:
+    """StartVector(4, n, 4) for `nbytes` of data, bar the writing: the head once the vector
+    (its length, the data and the padding after them) is in place. The caller packs it."""
+    if b.nested:
+        raise IsNestedError()
+    head = b.head
+    pad = (head - len(b.Bytes)) & 3
+    need = pad + 4 + nbytes
+    if head < need:
+        head = _room(b, need)
+    if b.minalign < 4:
+        b.minalign = 4
+    if pad:
+        b.Bytes[head - pad:head] = _ZEROS[pad]
+    return head - need
+
+
 def offsets_vector(b, offsets) -> int:
     """A vector of offsets to tables (StartVector(4, n, 4), PrependUOffsetTRelative each, EndVector)."""
-    b.StartVector(4, len(offsets), 4)  # aligned, with room for all of them
-    buf, head = b.Bytes, b.head
-    n = len(buf)
-    for off in reversed(offsets):
-        cur = n - head
-        if not off <= cur:
+    n = len(offsets)
+    head = _start_vector(b, 4 * n)
+    buf = b.Bytes
+    # element i lies at head + 4 + 4i and points back to offset off_i: it holds its own
+    # distance from the buffer's end less off_i
+    base = len(buf) - head - 4
+    if n <= 64:
+        values = [base - 4 * i - off for i, off in enumerate(offsets)]
+        if values and min(values) < 4:
             raise OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
-        head -= 4
-        _UOFFSET.pack_into(buf, head, cur - off + 4)
+        _UOFFSET.pack_into(buf, head, n)
+        struct.pack_into(f"<{n}I", buf, head + 4, *values)
+    else:
+        values = base - 4 * np.arange(n, dtype=np.int64) - np.asarray(offsets, np.int64)
+        if values.min() < 4:
+            raise OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        _UOFFSET.pack_into(buf, head, n)
+        buf[head + 4:head + 4 + 4 * n] = values.astype("<u4").tobytes()
     b.head = head
-    return b.EndVector()
+    return len(buf) - head
 
 
 _SMALL = {"uint32": ("I", 0, 0xFFFFFFFF), "int32": ("i", -(1 << 31), (1 << 31) - 1)}
@@ -171,11 +198,35 @@ def small_int_vector(b, values, elem: str) -> int | None:
         if type(v) is not int or not lo <= v <= hi:
             return None  # numpy's conversion decides (and raises what it raises)
     n = len(values)
-    b.StartVector(4, n, 4)
-    b.head -= 4 * n
-    struct.pack_into(f"<{n}{code}", b.Bytes, b.head, *values)
-    b.vectorNumElems = n
-    return b.EndVector()
+    head = _start_vector(b, 4 * n)
+    struct.pack_into(f"<I{n}{code}", b.Bytes, head, n, *values)
+    b.head = head
+    return len(b.Bytes) - head
+
+
+_ZEROS = [b"\x00" * k for k in range(5)]
+
+
+def string(b, s: str) -> int:
+    """CreateString(s) (Prep(4, len + 1), the bytes and their NUL, EndVector) in three copies."""
+    x = s.encode("utf-8")
+    n = len(x)
+    if b.nested:
+        raise IsNestedError()
+    head = b.head
+    pad = (head - len(b.Bytes) - n - 1) & 3
+    need = pad + n + 5
+    if head < need:
+        head = _room(b, need)
+    if b.minalign < 4:
+        b.minalign = 4
+    head -= need
+    buf = b.Bytes
+    _UOFFSET.pack_into(buf, head, n)
+    buf[head + 4:head + 4 + n] = x
+    buf[head + 4 + n:head + need] = _ZEROS[1 + pad]
+    b.head = head
+    return len(buf) - head
 
 
 def write_vtable(b) -> int:

@@ -60,6 +60,11 @@ class _Builder(flatbuffers.Builder):
 
     WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
 
+    def CreateString(self, s, encoding="utf-8", errors="strict"):
+        if type(s) is str and encoding == "utf-8" and errors == "strict":
+            return tables.string(self, s)  # the same bytes, in fewer calls
+        return super().CreateString(s, encoding, errors)
+
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
         if x.dtype.byteorder == ">":
