@@ -135,9 +135,13 @@ def table(b, nfields: int, items) -> int:
 def connection(layer_index: int, slot: int):
     """The writer of an inline Connection struct (CreateConnection: Prep(4, 8), then
     outputSlotIndex and sourceLayerIndex as uint32)."""
-    for v in (layer_index, slot):
-        N.enforce_number(v, N.Uint32Flags)
+    if not (type(layer_index) is int and type(slot) is int and 0 <= layer_index <= _UMAX and 0 <= slot <= _UMAX):
+        for v in (layer_index, slot):
+            N.enforce_number(v, N.Uint32Flags)
     return Connection((layer_index, slot))
+
+
+_UMAX = 0xFFFFFFFF
 
 
 _CONNECTION = struct.Struct("<II")

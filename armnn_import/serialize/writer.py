@@ -133,12 +133,17 @@ def _specs(b, table: str, names: tuple) -> tuple:
     return got
 
 
-def _table(b, table: str, names: tuple, values) -> int:
-    """Write `table` with its fields `names` (schema names) set to `values`, in that order."""
+def _writer(b, table: str, names: tuple):
+    """The compiled writer of `table` with its fields `names` (tables.compile_table), made once per build."""
     write = b.writers.get((table, names))
     if write is None:
         write = b.writers[(table, names)] = tables.compile_table(*_specs(b, table, names))
-    return write(b, values)
+    return write
+
+
+def _table(b, table: str, names: tuple, values) -> int:
+    """Write `table` with its fields `names` (schema names) set to `values`, in that order."""
+    return _writer(b, table, names)(b, values)
 
 
 def _vector(b, values, dtype) -> int:
@@ -154,12 +159,14 @@ def _tables_vector(b, table: str, field: str, offsets: list[int]) -> int:
 
 
 def _tensor_info(b, info: TensorInfo) -> int:
-    dims = _vector(b, info.shape, np.uint32)
+    dims = tables.small_int_vector(b, info.shape, "uint32")  # (_vector's way, without its checks)
+    if dims is None:
+        dims = _vector(b, info.shape, np.uint32)
     # per-axis scales (slots 4 and 5, the 20.08 format on; verify refuses them for 19.02):
     # Arm NN's deserializer takes a tensor as per-axis when the vector is present
     scales = None if info.scales is None else _vector(b, info.scales, np.float32)
     if scales is None:
-        return _table(b, "TensorInfo", _TENSOR_INFO, (dims, int(info.dtype), info.scale, info.offset))
+        return _writer(b, "TensorInfo", _TENSOR_INFO)(b, (dims, int(info.dtype), info.scale, info.offset))
     return _table(b, "TensorInfo", _TENSOR_INFO + ("QuantizationScales", "QuantizationDim"),
                   (dims, int(info.dtype), info.scale, info.offset, scales, info.quant_dim))
 
@@ -233,15 +240,16 @@ def _descriptor(b, desc) -> int:
 
 def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
     name = b.CreateString(layer.name)
-    in_slots = [_table(b, "InputSlot", ("Index", "Connection"),
-                       (i, tables.connection(positions[id(port.layer)], port.slot)))
-                for i, port in enumerate(layer.inputs)]
-    out_slots = [_table(b, "OutputSlot", ("Index", "TensorInfo"), (i, _tensor_info(b, info)))
-                 for i, info in enumerate(layer.outputs)]
-    ins = _tables_vector(b, "LayerBase", "InputSlots", in_slots)
-    outs = _tables_vector(b, "LayerBase", "OutputSlots", out_slots)
-    return _table(b, "LayerBase", ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots"),
-                  (index, name, int(layer.type), ins, outs))
+    slot, connection = _writer(b, "InputSlot", ("Index", "Connection")), tables.connection
+    in_slots = [slot(b, (i, connection(positions[id(port.layer)], port.slot))) for i, port in enumerate(layer.inputs)]
+    slot = _writer(b, "OutputSlot", ("Index", "TensorInfo"))
+    out_slots = [slot(b, (i, _tensor_info(b, info))) for i, info in enumerate(layer.outputs)]
+    ins = tables.offsets_vector(b, in_slots)
+    outs = tables.offsets_vector(b, out_slots)
+    return _writer(b, "LayerBase", _LAYER_BASE)(b, (index, name, int(layer.type), ins, outs))
+
+
+_LAYER_BASE = ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots")
 
 
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:

@@ -224,7 +224,18 @@ def _load(source) -> TFModel:
             refs(at(pos, f[2]), f"operator {i} outputs"), _options(data, pos, f, budget, seen), custom,
             refs(at(pos, f[8]), f"operator {i} intermediates")))
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
-    return TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    _release_pages(buf)
+    return result
+
+
+def _release_pages(buf) -> None:
+    """Drop the model file's pages, all read by now, from this process's resident set (a
+    read-only map of the file: they stay in the page cache, and the large constants that
+    alias the file fault theirs back in when the writer copies them). Otherwise a model of
+    many small tensors stays resident twice, as the file and as the copies made of it."""
+    if isinstance(buf, mmap.mmap) and hasattr(buf, "madvise") and len(buf) >= (1 << 20):
+        buf.madvise(mmap.MADV_DONTNEED)
 
 
 def _opcode(code, i) -> tuple[str, int, str]:
