@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import mmap
+import operator
 import struct
+import typing
 from typing import Iterator
 
 import flatbuffers
@@ -211,31 +213,38 @@ def _file_tensor(b, layer, k: str) -> int:
 
 
 def _descriptor_plan(b, cls) -> tuple:
-    """(vectors, fields) of a descriptor class for this target: the vector fields, written
-    first (all of them, as before: a field this format lacks still leaves its vector), and
-    the fields the format has, in order, as (name, schema name)."""
+    """(vectors, written, names, write) of a descriptor class for this target: the vector
+    fields (those declared as tuples), written first (all of them, as before: a field this
+    format lacks still leaves its vector), each with its index among the written fields or
+    None; the fields the format has, in order; their schema names; the compiled table writer."""
     plan = b.plans.get(cls)
     if plan is None:
         fs = dataclasses.fields(cls)
-        vectors = [(f.name, f.metadata.get("elem", "uint32")) for f in fs]
-        written = [(f.name, schema_name(f.name)) for f in fs if b.target.at_least(since(f))]
-        plan = b.plans[cls] = (vectors, written, tuple(s for _, s in written))
+        hints = typing.get_type_hints(cls)
+        written = [f.name for f in fs if b.target.at_least(since(f))]
+        vectors = [(f.name, f.metadata.get("elem", "uint32"), written.index(f.name) if f.name in written else None)
+                   for f in fs if typing.get_origin(hints[f.name]) is tuple]
+        names = tuple(schema_name(n) for n in written)
+        plan = b.plans[cls] = (vectors, operator.attrgetter(*written) if written else None, len(written),
+                               _writer(b, cls.__name__, names))
     return plan
 
 
 def _descriptor(b, desc) -> int:
-    table = type(desc).__name__
-    vectors, written, names = _descriptor_plan(b, type(desc))
-    children = {}
-    for name, elem in vectors:
+    vectors, values, n, write = _descriptor_plan(b, type(desc))
+    values = [] if n == 0 else [values(desc)] if n == 1 else list(values(desc))
+    for name, elem, at in vectors:
         v = getattr(desc, name)
         if name == "view_origins":  # [UintVector]
             subs = [_table(b, "UintVector", ("Data",), (_vector(b, origin, np.uint32),)) for origin in v]
-            children[name] = _tables_vector(b, table, "ViewOrigins", subs)
+            off = tables.offsets_vector(b, subs)
         elif isinstance(v, tuple):
-            children[name] = _vector(b, v, elem)
-    return _table(b, table, names, [children[name] if name in children else getattr(desc, name)
-                                    for name, _ in written])
+            off = _vector(b, v, elem)
+        else:
+            continue
+        if at is not None:
+            values[at] = off
+    return write(b, values)
 
 
 def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
