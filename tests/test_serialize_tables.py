@@ -3,6 +3,7 @@ import flatbuffers
 from hypothesis import given, settings, strategies as st
 
 from armnn_import.serialize import tables
+from armnn_import.serialize.compiled import compile_table
 from armnn_import.serialize import armnn_schema_generated as fb
 from armnn_import.serialize.writer import _Builder
 
@@ -90,7 +91,7 @@ def _compiled(seq, size):
     b.ForceDefaults(True)
 
     def writer(table, names):
-        return tables.compile_table(tables.num_fields(fb, table), tuple(tables.field(fb, table, n) for n in names))
+        return compile_table(tables.num_fields(fb, table), tuple(tables.field(fb, table, n) for n in names))
     info, conv, slot = (writer("TensorInfo", ("Dimensions", "DataType", "QuantizationScale", "QuantizationOffset")),
                         writer("Convolution2dDescriptor", _CONV), writer("InputSlot", ("Index", "Connection")))
     for kind, v in seq:
@@ -117,7 +118,7 @@ def test_compiled_tables_refuse_like_the_stock_builder(index, flag):
     for names, values, bad in ((("Index", "Connection"), (index, tables.connection(0, 0)), index),
                                (_CONV, (0, 0, 0, 0, 1, 1, flag, 0), flag)):
         table = "InputSlot" if names[0] == "Index" else "Convolution2dDescriptor"
-        write = tables.compile_table(tables.num_fields(fb, table), tuple(tables.field(fb, table, n) for n in names))
+        write = compile_table(tables.num_fields(fb, table), tuple(tables.field(fb, table, n) for n in names))
         b = _Builder(64)
         b.ForceDefaults(True)
         try:

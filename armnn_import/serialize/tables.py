@@ -77,7 +77,7 @@ def num_fields(fb, table: str) -> int:
     return n
 
 
-def _room(b, needed: int) -> int:
+def room(b, needed: int) -> int:
     """Grow the buffer until `needed` bytes fit before head (Builder.Prep's loop); the new head."""
     head = b.head
     while head < needed:
@@ -111,7 +111,7 @@ def table(b, nfields: int, items) -> int:
         n = len(b.Bytes)
         align = (head - n) & (size - 1)
         if head < align + size:
-            head = _room(b, align + size)
+            head = room(b, align + size)
             n = len(b.Bytes)
         if align:
             b.Bytes[head - align:head] = b"\x00" * align
@@ -147,6 +147,17 @@ _UMAX = 0xFFFFFFFF
 _CONNECTION = struct.Struct("<II")
 
 
+class Connection(tuple):
+    """An inline Connection struct (sourceLayerIndex, outputSlotIndex) as a field value: a
+    compiled table packs the two numbers; table() calls it (CreateConnection's Prep(4, 8))."""
+    __slots__ = ()
+
+    def __call__(self, b):
+        b.Prep(4, 8)
+        b.head -= 8
+        _CONNECTION.pack_into(b.Bytes, b.head, self[0], self[1])
+
+
 def _start_vector(b, nbytes: int) -> int:
     """StartVector(4, n, 4) for `nbytes` of data, bar the writing: the head once the vector
     (its length, the data and the padding after them) is in place. The caller packs it."""
@@ -156,7 +167,7 @@ def _start_vector(b, nbytes: int) -> int:
     pad = (head - len(b.Bytes)) & 3
     need = pad + 4 + nbytes
     if head < need:
-        head = _room(b, need)
+        head = room(b, need)
     if b.minalign < 4:
         b.minalign = 4
     if pad:
@@ -221,7 +232,7 @@ def string(b, s: str) -> int:
     pad = (head - len(b.Bytes) - n - 1) & 3
     need = pad + n + 5
     if head < need:
-        head = _room(b, need)
+        head = room(b, need)
     if b.minalign < 4:
         b.minalign = 4
     head -= need
@@ -242,7 +253,7 @@ def write_vtable(b) -> int:
     n = len(b.Bytes)
     align = (b.head - n) & 3
     if b.head < align + 4:
-        _room(b, align + 4)
+        room(b, align + 4)
         n = len(b.Bytes)
     if align:
         b.Bytes[b.head - align:b.head] = b"\x00" * align
@@ -265,14 +276,14 @@ def write_vtable(b) -> int:
     key = tuple(key)
     found = b.vtables.get(key)
     if found is None:
-        _new_vtable(b, object_offset, object_size, key)
+        new_vtable(b, object_offset, object_size, key)
     else:
         _SOFFSET.pack_into(b.Bytes, b.head, found - object_offset)
     b.current_vtable = None
     return object_offset
 
 
-def _new_vtable(b, object_offset: int, object_size: int, key: tuple) -> None:
+def new_vtable(b, object_offset: int, object_size: int, key: tuple) -> None:
     """The stock builder's writing of a new vtable (fields last to first, trailing zeros
     trimmed, then the object's and the vtable's sizes), remembered for deduplication."""
     vt = b.current_vtable
@@ -292,132 +303,3 @@ def _new_vtable(b, object_offset: int, object_size: int, key: tuple) -> None:
     object_start = len(b.Bytes) - object_offset
     _SOFFSET.pack_into(b.Bytes, object_start, b.Offset() - object_offset)
     b.vtables[key] = b.Offset()
-
-
-# -- compiled tables ----------------------------------------------------------------------------
-# table() works out each field's padding and position one call at a time. But where every
-# field of a table lands is fixed by the table's fields and by where the builder's head stands
-# modulo 8 (the largest alignment): so for each of those 8 residues the whole table (fields,
-# padding, the offset to its vtable) is one struct format, packed in one call, and its vtable's
-# deduplication key is a constant. compile_table() makes that writer; the bytes are table()'s.
-
-class Connection(tuple):
-    """An inline Connection struct (sourceLayerIndex, outputSlotIndex) as a field value: a
-    compiled table packs the two numbers; table() calls it (CreateConnection's Prep(4, 8))."""
-    __slots__ = ()
-
-    def __call__(self, b):
-        b.Prep(4, 8)
-        b.head -= 8
-        _CONNECTION.pack_into(b.Bytes, b.head, self[0], self[1])
-
-
-def _layout(specs, used0: int) -> tuple:
-    """Where table() would put each field, starting `used0` bytes from the buffer's end:
-    (total bytes, struct format in address order, vtable entries relative to the start,
-    the dedup key, per field its distance from the start of the object's end)."""
-    used = used0
-    ends = []
-    for slot, packer, size, *_ in specs:
-        if size < 0:  # Connection: Prep(4, 8), then 8 bytes
-            used += (-used) & 3
-            used += 8
-        else:
-            used += (-used) & (size - 1)
-            used += size
-        ends.append(used)
-    used += (-used) & 3  # the vtable offset (write_vtable's Prep(4, 0))
-    object_offset = used + 4
-    total = object_offset - used0
-    # address order: the vtable offset first (lowest), then the fields, the last one added first
-    fmt, at = ["<i"], 4
-    for (slot, packer, size, *_), end in sorted(zip(specs, ends), key=lambda s: -s[1]):
-        pos = object_offset - end
-        if pos > at:
-            fmt.append(f"{pos - at}x")
-        fmt.append("II" if size < 0 else "I" if packer is None else packer.format.lstrip("<"))
-        at = pos + (8 if size < 0 else size)
-    if total > at:
-        fmt.append(f"{total - at}x")
-    nslots = 1 + max(s[0] for s in specs)
-    vt = [0] * nslots
-    for (slot, *_), end in zip(specs, ends):
-        vt[slot] = end - used0
-    key = []
-    trim = True
-    for elem in reversed(vt):
-        if elem == 0:
-            if trim:
-                continue
-        else:
-            elem = total - elem
-            trim = False
-        key.append(elem)
-    key.append(total)
-    return total, struct.Struct("".join(fmt)), vt, tuple(key), [e - used0 for e in ends]
-
-
-def compile_table(nfields: int, specs: tuple):
-    """write(b, values) -> offset: table(b, nfields, zip(specs, values)) in one struct pack
-    (values in the order of specs). Anything unusual (a value out of range, an offset that
-    does not point back) goes through table() itself, which raises what it raises."""
-    specs = tuple(specs)
-    slots = [s[0] for s in specs]
-    if not specs or len(set(slots)) != len(slots) or max(slots) >= nfields:
-        return lambda b, values: table(b, nfields, zip(specs, values))
-    layouts = [None] * 8
-    maxalign = max([4] + [s[2] for s in specs])
-    # the fields in address order (the last one added lies lowest), with their kind
-    kinds = tuple(("struct" if s[2] < 0 else "offset" if s[1] is None else "bool" if s[5] == "bool"
-                   else "scalar") for s in specs)
-    order = tuple(range(len(specs) - 1, -1, -1))
-    simple = all(k in ("offset", "scalar") for k in kinds)
-    offsets = tuple(i for i, k in enumerate(kinds) if k == "offset")
-
-    def write(b, values):
-        if b.nested:
-            raise IsNestedError()
-        head, buf = b.head, b.Bytes
-        r = (len(buf) - head) & 7
-        lay = layouts[r]
-        if lay is None:
-            lay = layouts[r] = _layout(specs, r)
-        total, packer, vt, key, ends = lay
-        if head < total:
-            head = _room(b, total)
-            buf = b.Bytes
-        used0 = len(buf) - head
-        args = list(values)
-        for i in offsets:
-            v = used0 + ends[i] - args[i]
-            if v < 4:  # not an offset to something written before: table() raises
-                return table(b, nfields, zip(specs, values))
-            args[i] = v
-        if not simple:
-            flat = []
-            for i in order:
-                k, v = kinds[i], args[i]
-                if k == "struct":
-                    flat += v
-                elif k == "bool" and not False <= v <= True:
-                    return table(b, nfields, zip(specs, values))
-                else:
-                    flat.append(v)
-        else:
-            flat = args[::-1]
-        found = b.vtables.get(key)
-        object_offset = used0 + total
-        try:
-            packer.pack_into(buf, head - total, 0 if found is None else found - object_offset, *flat)
-        except (struct.error, OverflowError):
-            return table(b, nfields, zip(specs, values))
-        if maxalign > b.minalign:
-            b.minalign = maxalign
-        b.head = head - total
-        if found is None:  # a new vtable: written as the stock builder writes it
-            b.current_vtable = [used0 + e if e else 0 for e in vt] + [0] * (nfields - len(vt))
-            _new_vtable(b, object_offset, total, key)
-            b.current_vtable = None
-        return object_offset
-
-    return write

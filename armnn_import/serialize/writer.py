@@ -25,8 +25,9 @@ from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
 from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
 from . import tables
+from .check import FILE_IDENTIFIER, check_file  # noqa: F401 - (check_file: api.py's write check)
+from .compiled import compile_table
 
-FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
 _RELEASE_MIN_BYTES = 1 << 20
 
@@ -58,7 +59,7 @@ class _Builder(flatbuffers.Builder):
         self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
         self.grown = 0  # how many times the estimate was too small (for the tests)
         self.specs, self.plans = {}, {}  # per table and fields (_specs), per descriptor class
-        self.writers = {}  # per table and fields: its compiled writer (tables.compile_table)
+        self.writers = {}  # per table and fields: its compiled writer (compiled.compile_table)
 
     WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
 
@@ -136,10 +137,10 @@ def _specs(b, table: str, names: tuple) -> tuple:
 
 
 def _writer(b, table: str, names: tuple):
-    """The compiled writer of `table` with its fields `names` (tables.compile_table), made once per build."""
+    """The compiled writer of `table` with its fields `names` (compiled.compile_table), made once per build."""
     write = b.writers.get((table, names))
     if write is None:
-        write = b.writers[(table, names)] = tables.compile_table(*_specs(b, table, names))
+        write = b.writers[(table, names)] = compile_table(*_specs(b, table, names))
     return write
 
 
@@ -384,38 +385,3 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     root = b.fb.SerializedGraphEnd(b)
     b.Finish(root, file_identifier=FILE_IDENTIFIER)
     return b
-
-
-def check_file(read_at, size: int, layers: int | None = None) -> str | None:
-    """What is wrong with a written .armnn file, or None: its identifier, and its
-    root table (a SerializedGraph whose vtable, layers vector and, if given, layer
-    count read back inside the file). `read_at(offset, n) -> bytes` reads the file;
-    only a few dozen bytes are read, whatever the file's size."""
-    def u32(off):
-        b = read_at(off, 4)
-        return struct.unpack("<I", b)[0] if len(b) == 4 else None
-
-    head = read_at(0, 8)
-    if len(head) < 8 or size < 8:
-        return f"only {size} bytes"
-    if head[4:8] != FILE_IDENTIFIER:
-        return f"file identifier is {head[4:8]!r}, expected {FILE_IDENTIFIER!r}"
-    root = struct.unpack("<I", head[:4])[0]
-    if not 8 <= root <= size - 4 or root % 4:
-        return f"root table offset {root} is outside the file ({size} bytes)"
-    vtable = root - struct.unpack("<i", read_at(root, 4))[0]
-    vt = read_at(vtable, 6) if 0 <= vtable <= size - 6 else b""
-    if len(vt) < 6:
-        return f"root table's vtable at {vtable} is outside the file"
-    vt_size, _, layers_field = struct.unpack("<HHH", vt)
-    if vt_size < 6 or vtable + vt_size > size or not layers_field:
-        return "root table has no layers"
-    vec = root + layers_field
-    n = None if vec + 4 > size else u32(vec)
-    vec = vec + n if n is not None else size
-    count = u32(vec) if vec + 4 <= size else None
-    if count is None or vec + 4 + 4 * count > size:
-        return "root table's layers vector runs past the end of the file"
-    if layers is not None and count != layers:
-        return f"root table lists {count} layers, the network has {layers}"
-    return None

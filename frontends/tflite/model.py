@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import math
 import mmap
-import re
 import struct
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -25,6 +23,7 @@ from armnn_import.limits import ConstantBudget, check_file_size, check_shape, ch
 
 from . import fasttable as FT
 from .fasttable import fast
+from .options import read_options
 from .sparse import SparsityError, bypass_densify, densify, read_sparsity
 
 # TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
@@ -38,7 +37,7 @@ TYPE_NAMES = {
     13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16",
 }
 SCHEMA_VERSION = 3
-_U32, _I32, _I8, _BOOL = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<b"), struct.Struct("<?")
+_U32, _I8, _BOOL = struct.Struct("<I"), struct.Struct("<b"), struct.Struct("<?")
 # Integer types and the zero points they can hold (their quantization is used; that of
 # float tensors is ignored, as TFLite does).
 ZERO_POINT_RANGE = {3: (0, 255), 9: (-128, 127), 7: (-32768, 32767), 2: (-(1 << 31), (1 << 31) - 1),
@@ -221,7 +220,7 @@ def _load(source) -> TFModel:
         name, ver, custom = codes[idx]
         ops.append(Operator(
             i, name, ver, refs(at(pos, f[1]), f"operator {i} inputs", allow_optional=True),
-            refs(at(pos, f[2]), f"operator {i} outputs"), _options(data, pos, f, budget, seen), custom,
+            refs(at(pos, f[2]), f"operator {i} outputs"), read_options(data, pos, f, budget, seen), custom,
             refs(at(pos, f[8]), f"operator {i} intermediates")))
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
@@ -386,103 +385,3 @@ def _sparse_constant(t: Tensor, raw: np.ndarray, sp, constants) -> np.ndarray:
         return densify(t.shape, sp, values)
     except SparsityError as e:
         raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r}: {e}") from None
-
-
-# -- builtin options --------------------------------------------------------------------------
-@lru_cache(maxsize=None)
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-@lru_cache(maxsize=None)
-def _option_class(type_id: int):
-    """(class, scalar getters, vector getters) of a BuiltinOptions union member."""
-    import importlib
-
-    from tflite.BuiltinOptions import BuiltinOptions
-
-    names = {v: k for k, v in vars(BuiltinOptions).items() if isinstance(v, int)}
-    name = names.get(type_id)
-    if name is None or name == "NONE":
-        return None
-    cls = getattr(importlib.import_module(f"tflite.{name}"), name)
-    scalars, vectors = [], []
-    for attr, fn in vars(cls).items():
-        if not callable(fn) or attr.startswith(("GetRootAs", "Init")) or attr.endswith("BufferHasIdentifier"):
-            continue
-        if attr.endswith("AsNumpy"):
-            vectors.append(attr[:-len("AsNumpy")])
-        elif fn.__code__.co_argcount == 1 and not attr.endswith(("Length", "IsNone")):
-            scalars.append(attr)
-    return cls, tuple(scalars), tuple(vectors), _widths(cls, scalars)
-
-
-class _Probe:
-    """A table that records which vtable slot a getter reads, and how many bytes."""
-    Pos = 0
-
-    def __init__(self):
-        self.slot = self.width = None
-
-    def Offset(self, slot):
-        self.slot = slot
-        return 4
-
-    def Get(self, flags, off):
-        self.width = flags.bytewidth
-        return flags.py_type(0)
-
-
-def _widths(cls, scalars) -> dict[int, int]:
-    """{vtable slot: bytes read} of the scalar getters (for _options' cache key)."""
-    out = {}
-    for attr in scalars:
-        opts, probe = cls(), _Probe()
-        opts._tab = probe
-        try:
-            getattr(opts, attr)()
-        except Exception:  # noqa: BLE001 - a getter of another shape: no caching for this class
-            return {}
-        if probe.slot is None or probe.width is None:
-            return {}
-        out[probe.slot] = probe.width
-    return out
-
-
-def _options(data, pos: int, f: tuple, budget, seen: dict) -> dict:
-    """The builtin options of the operator table at `pos` (its field offsets `f`). Options of
-    scalars only are read once per distinct bytes (`seen`): a model's convolutions mostly
-    share theirs, and the values are a function of the table's vtable and bytes."""
-    type_id = data[pos + f[3]] if f[3] else 0
-    info = _option_class(type_id) if type_id else None
-    if info is None or not f[4]:
-        return {}
-    at = pos + f[4]
-    table = at + _U32.unpack_from(data, at)[0]
-    cls, scalars, vectors, widths = info
-    key = None
-    if not vectors and widths:
-        vtable = table - _I32.unpack_from(data, table)[0]
-        if 0 <= vtable <= len(data) - 4:
-            size, obj = struct.unpack_from("<HH", data, vtable)
-            slots = struct.unpack_from(f"<{max(0, size - 4) // 2}H", data, vtable + 4)
-            # every byte a getter reads (a field past the object's end: a malformed table)
-            end = max([obj] + [off + widths.get(4 + 2 * k, 8) for k, off in enumerate(slots) if off])
-            key = (type_id, bytes(data[vtable:vtable + size]), bytes(data[table + 4:table + end]))  # (not its vtable offset)
-            got = seen.get(key)
-            if got is not None:
-                return dict(got)
-    opts = cls()
-    opts.Init(data, table)
-    out = {"_type": cls.__name__}
-    for attr in scalars:
-        value = getattr(opts, attr)()
-        if isinstance(value, (int, float, bool)):
-            out[_snake(attr)] = value
-    for attr in vectors:
-        n = getattr(opts, attr + "Length")()
-        out[_snake(attr)] = _numpy(getattr(opts, attr + "AsNumpy"), n, budget, f"option {attr}") \
-            if n else np.zeros(0, np.int32)
-    if key is not None:
-        seen[key] = dict(out)
-    return out

@@ -10,7 +10,8 @@ import pytest
 
 tflite = pytest.importorskip("tflite")
 
-from armnn_import_frontends.tflite.model import _snake, load  # noqa: E402
+from armnn_import_frontends.tflite.model import load  # noqa: E402
+from armnn_import_frontends.tflite.options import snake  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "test_models", "tflite")
 FILES = sorted(glob.glob(os.path.join(ROOT, "**", "*.tflite"), recursive=True))[::12]
@@ -35,7 +36,7 @@ def _stock_options(op):
                 and not hasattr(cls, attr + "AsNumpy"):
             v = fn(opts)
             if isinstance(v, (int, float, bool)):
-                out[_snake(attr)] = v
+                out[snake(attr)] = v
     return out
 
 
