@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 from flatbuffers import number_types as N
 from flatbuffers.builder import IsNestedError, OffsetArithmeticError
 
@@ -76,7 +77,7 @@ def num_fields(fb, table: str) -> int:
     return n
 
 
-def _room(b, needed: int) -> int:
+def room(b, needed: int) -> int:
     """Grow the buffer until `needed` bytes fit before head (Builder.Prep's loop); the new head."""
     head = b.head
     while head < needed:
@@ -110,7 +111,7 @@ def table(b, nfields: int, items) -> int:
         n = len(b.Bytes)
         align = (head - n) & (size - 1)
         if head < align + size:
-            head = _room(b, align + size)
+            head = room(b, align + size)
             n = len(b.Bytes)
         if align:
             b.Bytes[head - align:head] = b"\x00" * align
@@ -134,32 +135,68 @@ def table(b, nfields: int, items) -> int:
 def connection(layer_index: int, slot: int):
     """The writer of an inline Connection struct (CreateConnection: Prep(4, 8), then
     outputSlotIndex and sourceLayerIndex as uint32)."""
-    for v in (layer_index, slot):
-        N.enforce_number(v, N.Uint32Flags)
+    if not (type(layer_index) is int and type(slot) is int and 0 <= layer_index <= _UMAX and 0 <= slot <= _UMAX):
+        for v in (layer_index, slot):
+            N.enforce_number(v, N.Uint32Flags)
+    return Connection((layer_index, slot))
 
-    def write(b):
-        b.Prep(4, 8)
-        b.head -= 8
-        _CONNECTION.pack_into(b.Bytes, b.head, layer_index, slot)
-    return write
+
+_UMAX = 0xFFFFFFFF
 
 
 _CONNECTION = struct.Struct("<II")
 
 
+class Connection(tuple):
+    """An inline Connection struct (sourceLayerIndex, outputSlotIndex) as a field value: a
+    compiled table packs the two numbers; table() calls it (CreateConnection's Prep(4, 8))."""
+    __slots__ = ()
+
+    def __call__(self, b):
+        b.Prep(4, 8)
+        b.head -= 8
+        _CONNECTION.pack_into(b.Bytes, b.head, self[0], self[1])
+
+
+def _start_vector(b, nbytes: int) -> int:
+    """StartVector(4, n, 4) for `nbytes` of data, bar the writing: the head once the vector
+    (its length, the data and the padding after them) is in place. The caller packs it."""
+    if b.nested:
+        raise IsNestedError()
+    head = b.head
+    pad = (head - len(b.Bytes)) & 3
+    need = pad + 4 + nbytes
+    if head < need:
+        head = room(b, need)
+    if b.minalign < 4:
+        b.minalign = 4
+    if pad:
+        b.Bytes[head - pad:head] = _ZEROS[pad]
+    return head - need
+
+
 def offsets_vector(b, offsets) -> int:
     """A vector of offsets to tables (StartVector(4, n, 4), PrependUOffsetTRelative each, EndVector)."""
-    b.StartVector(4, len(offsets), 4)  # aligned, with room for all of them
-    buf, head = b.Bytes, b.head
-    n = len(buf)
-    for off in reversed(offsets):
-        cur = n - head
-        if not off <= cur:
+    n = len(offsets)
+    head = _start_vector(b, 4 * n)
+    buf = b.Bytes
+    # element i lies at head + 4 + 4i and points back to offset off_i: it holds its own
+    # distance from the buffer's end less off_i
+    base = len(buf) - head - 4
+    if n <= 64:
+        values = [base - 4 * i - off for i, off in enumerate(offsets)]
+        if values and min(values) < 4:
             raise OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
-        head -= 4
-        _UOFFSET.pack_into(buf, head, cur - off + 4)
+        _UOFFSET.pack_into(buf, head, n)
+        struct.pack_into(f"<{n}I", buf, head + 4, *values)
+    else:
+        values = base - 4 * np.arange(n, dtype=np.int64) - np.asarray(offsets, np.int64)
+        if values.min() < 4:
+            raise OffsetArithmeticError("flatbuffers: Offset arithmetic error.")
+        _UOFFSET.pack_into(buf, head, n)
+        buf[head + 4:head + 4 + 4 * n] = values.astype("<u4").tobytes()
     b.head = head
-    return b.EndVector()
+    return len(buf) - head
 
 
 _SMALL = {"uint32": ("I", 0, 0xFFFFFFFF), "int32": ("i", -(1 << 31), (1 << 31) - 1)}
@@ -176,11 +213,35 @@ def small_int_vector(b, values, elem: str) -> int | None:
         if type(v) is not int or not lo <= v <= hi:
             return None  # numpy's conversion decides (and raises what it raises)
     n = len(values)
-    b.StartVector(4, n, 4)
-    b.head -= 4 * n
-    struct.pack_into(f"<{n}{code}", b.Bytes, b.head, *values)
-    b.vectorNumElems = n
-    return b.EndVector()
+    head = _start_vector(b, 4 * n)
+    struct.pack_into(f"<I{n}{code}", b.Bytes, head, n, *values)
+    b.head = head
+    return len(b.Bytes) - head
+
+
+_ZEROS = [b"\x00" * k for k in range(5)]
+
+
+def string(b, s: str) -> int:
+    """CreateString(s) (Prep(4, len + 1), the bytes and their NUL, EndVector) in three copies."""
+    x = s.encode("utf-8")
+    n = len(x)
+    if b.nested:
+        raise IsNestedError()
+    head = b.head
+    pad = (head - len(b.Bytes) - n - 1) & 3
+    need = pad + n + 5
+    if head < need:
+        head = room(b, need)
+    if b.minalign < 4:
+        b.minalign = 4
+    head -= need
+    buf = b.Bytes
+    _UOFFSET.pack_into(buf, head, n)
+    buf[head + 4:head + 4 + n] = x
+    buf[head + 4 + n:head + need] = _ZEROS[1 + pad]
+    b.head = head
+    return len(buf) - head
 
 
 def write_vtable(b) -> int:
@@ -192,7 +253,7 @@ def write_vtable(b) -> int:
     n = len(b.Bytes)
     align = (b.head - n) & 3
     if b.head < align + 4:
-        _room(b, align + 4)
+        room(b, align + 4)
         n = len(b.Bytes)
     if align:
         b.Bytes[b.head - align:b.head] = b"\x00" * align
@@ -215,14 +276,14 @@ def write_vtable(b) -> int:
     key = tuple(key)
     found = b.vtables.get(key)
     if found is None:
-        _new_vtable(b, object_offset, object_size, key)
+        new_vtable(b, object_offset, object_size, key)
     else:
         _SOFFSET.pack_into(b.Bytes, b.head, found - object_offset)
     b.current_vtable = None
     return object_offset
 
 
-def _new_vtable(b, object_offset: int, object_size: int, key: tuple) -> None:
+def new_vtable(b, object_offset: int, object_size: int, key: tuple) -> None:
     """The stock builder's writing of a new vtable (fields last to first, trailing zeros
     trimmed, then the object's and the vtable's sizes), remembered for deduplication."""
     vt = b.current_vtable

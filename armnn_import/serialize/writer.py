@@ -10,7 +10,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import mmap
+import operator
 import struct
+import typing
 from typing import Iterator
 
 import flatbuffers
@@ -23,8 +25,9 @@ from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
 from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
 from . import tables
+from .check import FILE_IDENTIFIER, check_file  # noqa: F401 - (check_file: api.py's write check)
+from .compiled import compile_table
 
-FILE_IDENTIFIER = b"ARMN"
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
 _RELEASE_MIN_BYTES = 1 << 20
 
@@ -56,8 +59,14 @@ class _Builder(flatbuffers.Builder):
         self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
         self.grown = 0  # how many times the estimate was too small (for the tests)
         self.specs, self.plans = {}, {}  # per table and fields (_specs), per descriptor class
+        self.writers = {}  # per table and fields: its compiled writer (compiled.compile_table)
 
     WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
+
+    def CreateString(self, s, encoding="utf-8", errors="strict"):
+        if type(s) is str and encoding == "utf-8" and errors == "strict":
+            return tables.string(self, s)  # the same bytes, in fewer calls
+        return super().CreateString(s, encoding, errors)
 
     def CreateNumpyVector(self, x):
         x = np.asarray(x)
@@ -127,10 +136,17 @@ def _specs(b, table: str, names: tuple) -> tuple:
     return got
 
 
+def _writer(b, table: str, names: tuple):
+    """The compiled writer of `table` with its fields `names` (compiled.compile_table), made once per build."""
+    write = b.writers.get((table, names))
+    if write is None:
+        write = b.writers[(table, names)] = compile_table(*_specs(b, table, names))
+    return write
+
+
 def _table(b, table: str, names: tuple, values) -> int:
     """Write `table` with its fields `names` (schema names) set to `values`, in that order."""
-    n, specs = _specs(b, table, names)
-    return tables.table(b, n, zip(specs, values))
+    return _writer(b, table, names)(b, values)
 
 
 def _vector(b, values, dtype) -> int:
@@ -146,12 +162,14 @@ def _tables_vector(b, table: str, field: str, offsets: list[int]) -> int:
 
 
 def _tensor_info(b, info: TensorInfo) -> int:
-    dims = _vector(b, info.shape, np.uint32)
+    dims = tables.small_int_vector(b, info.shape, "uint32")  # (_vector's way, without its checks)
+    if dims is None:
+        dims = _vector(b, info.shape, np.uint32)
     # per-axis scales (slots 4 and 5, the 20.08 format on; verify refuses them for 19.02):
     # Arm NN's deserializer takes a tensor as per-axis when the vector is present
     scales = None if info.scales is None else _vector(b, info.scales, np.float32)
     if scales is None:
-        return _table(b, "TensorInfo", _TENSOR_INFO, (dims, int(info.dtype), info.scale, info.offset))
+        return _writer(b, "TensorInfo", _TENSOR_INFO)(b, (dims, int(info.dtype), info.scale, info.offset))
     return _table(b, "TensorInfo", _TENSOR_INFO + ("QuantizationScales", "QuantizationDim"),
                   (dims, int(info.dtype), info.scale, info.offset, scales, info.quant_dim))
 
@@ -196,44 +214,52 @@ def _file_tensor(b, layer, k: str) -> int:
 
 
 def _descriptor_plan(b, cls) -> tuple:
-    """(vectors, fields) of a descriptor class for this target: the vector fields, written
-    first (all of them, as before: a field this format lacks still leaves its vector), and
-    the fields the format has, in order, as (name, schema name)."""
+    """(vectors, written, names, write) of a descriptor class for this target: the vector
+    fields (those declared as tuples), written first (all of them, as before: a field this
+    format lacks still leaves its vector), each with its index among the written fields or
+    None; the fields the format has, in order; their schema names; the compiled table writer."""
     plan = b.plans.get(cls)
     if plan is None:
         fs = dataclasses.fields(cls)
-        vectors = [(f.name, f.metadata.get("elem", "uint32")) for f in fs]
-        written = [(f.name, schema_name(f.name)) for f in fs if b.target.at_least(since(f))]
-        plan = b.plans[cls] = (vectors, written, tuple(s for _, s in written))
+        hints = typing.get_type_hints(cls)
+        written = [f.name for f in fs if b.target.at_least(since(f))]
+        vectors = [(f.name, f.metadata.get("elem", "uint32"), written.index(f.name) if f.name in written else None)
+                   for f in fs if typing.get_origin(hints[f.name]) is tuple]
+        names = tuple(schema_name(n) for n in written)
+        plan = b.plans[cls] = (vectors, operator.attrgetter(*written) if written else None, len(written),
+                               _writer(b, cls.__name__, names))
     return plan
 
 
 def _descriptor(b, desc) -> int:
-    table = type(desc).__name__
-    vectors, written, names = _descriptor_plan(b, type(desc))
-    children = {}
-    for name, elem in vectors:
+    vectors, values, n, write = _descriptor_plan(b, type(desc))
+    values = [] if n == 0 else [values(desc)] if n == 1 else list(values(desc))
+    for name, elem, at in vectors:
         v = getattr(desc, name)
         if name == "view_origins":  # [UintVector]
             subs = [_table(b, "UintVector", ("Data",), (_vector(b, origin, np.uint32),)) for origin in v]
-            children[name] = _tables_vector(b, table, "ViewOrigins", subs)
+            off = tables.offsets_vector(b, subs)
         elif isinstance(v, tuple):
-            children[name] = _vector(b, v, elem)
-    return _table(b, table, names, [children[name] if name in children else getattr(desc, name)
-                                    for name, _ in written])
+            off = _vector(b, v, elem)
+        else:
+            continue
+        if at is not None:
+            values[at] = off
+    return write(b, values)
 
 
 def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
     name = b.CreateString(layer.name)
-    in_slots = [_table(b, "InputSlot", ("Index", "Connection"),
-                       (i, tables.connection(positions[id(port.layer)], port.slot)))
-                for i, port in enumerate(layer.inputs)]
-    out_slots = [_table(b, "OutputSlot", ("Index", "TensorInfo"), (i, _tensor_info(b, info)))
-                 for i, info in enumerate(layer.outputs)]
-    ins = _tables_vector(b, "LayerBase", "InputSlots", in_slots)
-    outs = _tables_vector(b, "LayerBase", "OutputSlots", out_slots)
-    return _table(b, "LayerBase", ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots"),
-                  (index, name, int(layer.type), ins, outs))
+    slot, connection = _writer(b, "InputSlot", ("Index", "Connection")), tables.connection
+    in_slots = [slot(b, (i, connection(positions[id(port.layer)], port.slot))) for i, port in enumerate(layer.inputs)]
+    slot = _writer(b, "OutputSlot", ("Index", "TensorInfo"))
+    out_slots = [slot(b, (i, _tensor_info(b, info))) for i, info in enumerate(layer.outputs)]
+    ins = tables.offsets_vector(b, in_slots)
+    outs = tables.offsets_vector(b, out_slots)
+    return _writer(b, "LayerBase", _LAYER_BASE)(b, (index, name, int(layer.type), ins, outs))
+
+
+_LAYER_BASE = ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots")
 
 
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
@@ -359,38 +385,3 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     root = b.fb.SerializedGraphEnd(b)
     b.Finish(root, file_identifier=FILE_IDENTIFIER)
     return b
-
-
-def check_file(read_at, size: int, layers: int | None = None) -> str | None:
-    """What is wrong with a written .armnn file, or None: its identifier, and its
-    root table (a SerializedGraph whose vtable, layers vector and, if given, layer
-    count read back inside the file). `read_at(offset, n) -> bytes` reads the file;
-    only a few dozen bytes are read, whatever the file's size."""
-    def u32(off):
-        b = read_at(off, 4)
-        return struct.unpack("<I", b)[0] if len(b) == 4 else None
-
-    head = read_at(0, 8)
-    if len(head) < 8 or size < 8:
-        return f"only {size} bytes"
-    if head[4:8] != FILE_IDENTIFIER:
-        return f"file identifier is {head[4:8]!r}, expected {FILE_IDENTIFIER!r}"
-    root = struct.unpack("<I", head[:4])[0]
-    if not 8 <= root <= size - 4 or root % 4:
-        return f"root table offset {root} is outside the file ({size} bytes)"
-    vtable = root - struct.unpack("<i", read_at(root, 4))[0]
-    vt = read_at(vtable, 6) if 0 <= vtable <= size - 6 else b""
-    if len(vt) < 6:
-        return f"root table's vtable at {vtable} is outside the file"
-    vt_size, _, layers_field = struct.unpack("<HHH", vt)
-    if vt_size < 6 or vtable + vt_size > size or not layers_field:
-        return "root table has no layers"
-    vec = root + layers_field
-    n = None if vec + 4 > size else u32(vec)
-    vec = vec + n if n is not None else size
-    count = u32(vec) if vec + 4 <= size else None
-    if count is None or vec + 4 + 4 * count > size:
-        return "root table's layers vector runs past the end of the file"
-    if layers is not None and count != layers:
-        return f"root table lists {count} layers, the network has {layers}"
-    return None

@@ -46,3 +46,47 @@ def fast(obj):
     if obj is not None and type(obj._tab) is Table:
         obj._tab.__class__ = _FastTable
     return obj
+
+
+# -- whole tables at once -----------------------------------------------------------------
+# The loader reads every field of every tensor and operator. Through the generated objects
+# each field is a call chain (Offset, Get, enforce_number, and a numpy array per vector);
+# below, one table's field offsets come from one unpack of its vtable, and a vector of
+# ints is one unpack. Positions are checked as Table's are (an offset outside 0..2^32-1 is
+# the same TypeError); reads past the end are struct.error, as with the stock table.
+
+def fields(buf, pos: int, n: int) -> tuple:
+    """The offsets of a table's first n fields (0: absent), as Table.Offset(4 + 2 * i) gives them."""
+    if not 0 <= pos <= _UMAX:
+        N.enforce_number(pos, N.UOffsetTFlags)
+    vtable = pos - _SOFFSET.unpack_from(buf, pos)[0]
+    if not 0 <= vtable <= _UMAX:
+        N.enforce_number(vtable, N.UOffsetTFlags)
+    k = min(n, max(0, (_VOFFSET.unpack_from(buf, vtable)[0] - 3) // 2))  # field i: 4 + 2i < vtable size
+    got = struct.unpack_from(f"<{k}H", buf, vtable + 4) if k else ()
+    return got + (0,) * (n - k) if k < n else got
+
+
+def vector(buf, at: int) -> tuple[int, int]:
+    """(start of the data, length) of the vector whose offset is stored at `at`."""
+    start = at + _UOFFSET.unpack_from(buf, at)[0]
+    return start + 4, _UOFFSET.unpack_from(buf, start)[0]
+
+
+def tables(buf, at: int) -> list[int]:
+    """The positions of the tables in the vector of offsets stored at `at` (Vector + Indirect)."""
+    start, n = vector(buf, at)
+    return [start + 4 * i + off for i, off in enumerate(struct.unpack_from(f"<{n}I", buf, start))]
+
+
+def string(buf, at: int) -> bytes:
+    """The string whose offset is stored at `at`, as Table.String slices it."""
+    start, n = vector(buf, at)
+    return bytes(buf[start:start + n])
+
+
+def scalar(buf, at: int, fmt: struct.Struct):
+    return fmt.unpack_from(buf, at)[0]
+
+
+_UOFFSET = struct.Struct("<I")

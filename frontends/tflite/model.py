@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import math
 import mmap
-import re
 import struct
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 
@@ -23,7 +21,9 @@ from armnn_import.errors import LoadError
 from armnn_import.discovery import open_regular
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
 
+from . import fasttable as FT
 from .fasttable import fast
+from .options import read_options
 from .sparse import SparsityError, bypass_densify, densify, read_sparsity
 
 # TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
@@ -37,6 +37,7 @@ TYPE_NAMES = {
     13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16",
 }
 SCHEMA_VERSION = 3
+_U32, _I8, _BOOL = struct.Struct("<I"), struct.Struct("<b"), struct.Struct("<?")
 # Integer types and the zero points they can hold (their quantization is used; that of
 # float tensors is ignored, as TFLite does).
 ZERO_POINT_RANGE = {3: (0, 255), 9: (-128, 127), 7: (-32768, 32767), 2: (-(1 << 31), (1 << 31) - 1),
@@ -184,40 +185,56 @@ def _load(source) -> TFModel:
     if sg is None:
         raise LoadError("malformed TFLite file: subgraph 0 is missing")
 
+    data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
     ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
-    tensors = [_tensor(model, fast(sg.Tensors(i)), i, nbuf, budget, len(buf), constants) for i in range(ntens)]
+    tensors = [_tensor(model, pos, i, nbuf, budget, len(buf), constants)
+               for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[0]) if ntens else ())]
 
-    def refs(getter, n, what, allow_optional=False):
-        arr = _numpy(getter, n, budget, what)
-        out = tuple(int(v) for v in arr)
-        for v in out:
-            if not (0 <= v < ntens or (allow_optional and v == -1)):
-                raise LoadError(f"malformed TFLite file: {what} references tensor {v}, "
-                                f"but the subgraph has {ntens} tensors")
+    def refs(at, what, allow_optional=False):
+        """The tensor indices of the int vector whose offset is at `at` (0: none)."""
+        out = _ints(data, at, budget, what)
+        if out and not (-1 if allow_optional else 0) <= min(out) <= max(out) < ntens:
+            for v in out:
+                if not (0 <= v < ntens or (allow_optional and v == -1)):
+                    raise LoadError(f"malformed TFLite file: {what} references tensor {v}, "
+                                    f"but the subgraph has {ntens} tensors")
         return out
 
-    inputs = refs(sg.InputsAsNumpy, sg.InputsLength(), "the subgraph inputs")
-    outputs = refs(sg.OutputsAsNumpy, sg.OutputsLength(), "the subgraph outputs")
+    def at(pos, off):
+        return pos + off if off else 0
+
+    inputs = refs(at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
+    outputs = refs(at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
     if not outputs:  # an Arm NN network without an Output layer does not load
         raise LoadError("the TFLite model has no outputs")
-    ops = []
-    for i in range(budget.count(sg.OperatorsLength(), 4, "the operator list")):
-        o = fast(sg.Operators(i))
-        if o is None:
-            raise LoadError(f"malformed TFLite file: operator {i} is missing")
-        idx = o.OpcodeIndex()
+    ops, seen = [], {}
+    nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
+    for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else ()):
+        # opcode_index, inputs, outputs, builtin_options_type, builtin_options, custom_options,
+        # custom_options_format, mutating_variable_inputs, intermediates
+        f = FT.fields(data, pos, 9)
+        idx = _U32.unpack_from(data, pos + f[0])[0] if f[0] else 0
         if not 0 <= idx < len(codes):
             raise LoadError(f"malformed TFLite file: operator {i} uses opcode {idx}, "
                             f"but the model has {len(codes)} operator codes")
         name, ver, custom = codes[idx]
         ops.append(Operator(
-            i, name, ver,
-            refs(o.InputsAsNumpy, o.InputsLength(), f"operator {i} inputs", allow_optional=True),
-            refs(o.OutputsAsNumpy, o.OutputsLength(), f"operator {i} outputs"),
-            _options(o, budget), custom,
-            refs(o.IntermediatesAsNumpy, o.IntermediatesLength(), f"operator {i} intermediates")))
+            i, name, ver, refs(at(pos, f[1]), f"operator {i} inputs", allow_optional=True),
+            refs(at(pos, f[2]), f"operator {i} outputs"), read_options(data, pos, f, budget, seen), custom,
+            refs(at(pos, f[8]), f"operator {i} intermediates")))
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
-    return TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    _release_pages(buf)
+    return result
+
+
+def _release_pages(buf) -> None:
+    """Drop the model file's pages, all read by now, from this process's resident set (a
+    read-only map of the file: they stay in the page cache, and the large constants that
+    alias the file fault theirs back in when the writer copies them). Otherwise a model of
+    many small tensors stays resident twice, as the file and as the copies made of it."""
+    if isinstance(buf, mmap.mmap) and hasattr(buf, "madvise") and len(buf) >= (1 << 20):
+        buf.madvise(mmap.MADV_DONTNEED)
 
 
 def _opcode(code, i) -> tuple[str, int, str]:
@@ -231,25 +248,48 @@ def _opcode(code, i) -> tuple[str, int, str]:
     return name, max(1, int(code.Version())), _text(code.CustomCode())
 
 
-def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
-    if t is None:
-        raise LoadError(f"malformed TFLite file: tensor {i} is missing")
-    rank = t.ShapeLength()
+def _ints(buf, at: int, budget, what: str) -> tuple[int, ...]:
+    """The int32 vector whose offset is stored at `at` (0: absent, empty), its length
+    counted against the budget before it is read."""
+    if not at:
+        return ()
+    start, n = FT.vector(buf, at)
+    budget.count(n, 1, what)
+    if not n:
+        return ()
+    if start + 4 * n > len(buf):
+        raise LoadError(f"malformed TFLite file: cannot read {what}")
+    return struct.unpack_from(f"<{n}i", buf, start)
+
+
+def _tensor(model, pos, i, nbuf, budget, size, constants) -> Tensor:
+    from tflite.Tensor import Tensor as TensorTable
+
+    data = model._tab.Bytes
+    # shape, type, buffer, name, quantization, is_variable, sparsity, shape_signature
+    f = FT.fields(data, pos, 8)
+    rank = FT.vector(data, pos + f[0])[1] if f[0] else 0
     if rank > get_limits().max_rank:  # before reading the shape vector
         raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {get_limits().max_rank} dimensions")
-    shape = tuple(int(d) for d in _numpy(t.ShapeAsNumpy, rank, budget, f"tensor {i} shape"))
+    shape = _ints(data, pos + f[0] if f[0] else 0, budget, f"tensor {i} shape")
     sig = None
-    if t.ShapeSignatureLength():
-        n = t.ShapeSignatureLength()
+    n = FT.vector(data, pos + f[7])[1] if f[7] else 0
+    if n:
         if n != rank:
             raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
-        sig = tuple(int(d) for d in _numpy(t.ShapeSignatureAsNumpy, n, budget, f"tensor {i} signature"))
-    name = _text(t.Name()) or f"tensor_{i}"
+        sig = _ints(data, pos + f[7], budget, f"tensor {i} signature")
+    name = _text(FT.string(data, pos + f[3]) if f[3] else None) or f"tensor_{i}"
     check_shape(shape, f"tensor {name!r}")
-    sparsity = t.Sparsity()
-    tensor = Tensor(i, name, shape, sig, int(t.Type()), is_variable=bool(t.IsVariable()),
+    t = None
+    if f[4] or f[6]:  # quantization or sparsity: read through the generated table
+        t = TensorTable()
+        t.Init(data, pos)
+        t = fast(t)
+    sparsity = t.Sparsity() if f[6] else None
+    tensor = Tensor(i, name, shape, sig, _I8.unpack_from(data, pos + f[1])[0] if f[1] else 0,
+                    is_variable=bool(_BOOL.unpack_from(data, pos + f[5])[0]) if f[5] else False,
                     sparse=sparsity is not None)
-    q = t.Quantization()
+    q = t.Quantization() if f[4] else None
     if q is not None and q.ScaleLength():
         n = q.ScaleLength()
         scale = _numpy(q.ScaleAsNumpy, n, budget, f"tensor {name!r} scales").astype(np.float32)
@@ -265,7 +305,7 @@ def _tensor(model, t, i, nbuf, budget, size, constants) -> Tensor:
         if tensor.type in ZERO_POINT_RANGE:  # the types whose quantization is used
             _check_quant(name, tensor.type, scale, zp)
         tensor.quant = Quant(scale, zp, axis)
-    b = int(t.Buffer())
+    b = _U32.unpack_from(data, pos + f[2])[0] if f[2] else 0
     if not 0 <= b < max(nbuf, 1):
         raise LoadError(f"malformed TFLite file: tensor {name!r} uses buffer {b}, "
                         f"but the model has {nbuf} buffers")
@@ -345,52 +385,3 @@ def _sparse_constant(t: Tensor, raw: np.ndarray, sp, constants) -> np.ndarray:
         return densify(t.shape, sp, values)
     except SparsityError as e:
         raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r}: {e}") from None
-
-
-# -- builtin options --------------------------------------------------------------------------
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-@lru_cache(maxsize=None)
-def _option_class(type_id: int):
-    """(class, scalar getters, vector getters) of a BuiltinOptions union member."""
-    import importlib
-
-    from tflite.BuiltinOptions import BuiltinOptions
-
-    names = {v: k for k, v in vars(BuiltinOptions).items() if isinstance(v, int)}
-    name = names.get(type_id)
-    if name is None or name == "NONE":
-        return None
-    cls = getattr(importlib.import_module(f"tflite.{name}"), name)
-    scalars, vectors = [], []
-    for attr, fn in vars(cls).items():
-        if not callable(fn) or attr.startswith(("GetRootAs", "Init")) or attr.endswith("BufferHasIdentifier"):
-            continue
-        if attr.endswith("AsNumpy"):
-            vectors.append(attr[:-len("AsNumpy")])
-        elif fn.__code__.co_argcount == 1 and not attr.endswith(("Length", "IsNone")):
-            scalars.append(attr)
-    return cls, tuple(scalars), tuple(vectors)
-
-
-def _options(o, budget) -> dict:
-    type_id = int(o.BuiltinOptionsType())
-    info = _option_class(type_id) if type_id else None
-    table = o.BuiltinOptions() if info else None
-    if table is None:
-        return {}
-    cls, scalars, vectors = info
-    opts = cls()
-    opts.Init(table.Bytes, table.Pos)
-    out = {"_type": cls.__name__}
-    for attr in scalars:
-        value = getattr(opts, attr)()
-        if isinstance(value, (int, float, bool)):
-            out[_snake(attr)] = value
-    for attr in vectors:
-        n = getattr(opts, attr + "Length")()
-        out[_snake(attr)] = _numpy(getattr(opts, attr + "AsNumpy"), n, budget, f"option {attr}") \
-            if n else np.zeros(0, np.int32)
-    return out
