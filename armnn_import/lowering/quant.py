@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir.graph import Port
 from ..ir.types import ConstTensor, DataLayout, DataType, LayerType, TensorInfo
 from ..report import Report
 
