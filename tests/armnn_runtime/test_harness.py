@@ -182,20 +182,20 @@ def _apt_etc(tmp_path, sources=DEBIAN_SOURCES, sources_list=None):
 
 @pytest.mark.skipif(not Path("/etc/os-release").is_file(), reason="needs /etc/os-release for the codename")
 def test_deb_src_entry_is_added_once_without_sources_list(tmp_path):
-    """No /etc/apt/sources.list (as on Debian 12 images): the entry is added once, never again."""
-    apt = _apt_etc(tmp_path)
-    codename = _lib(apt, "host_codename").stdout.strip()
+    """No /etc/apt/sources.list (as on Debian 12 and 13 images): the entry is added once, never again."""
+    codename = _lib(tmp_path, "host_codename").stdout.strip()
+    # the machine's own stanza is the one an entry is derived from (bookworm or trixie)
+    apt = _apt_etc(tmp_path, sources=DEBIAN_SOURCES.replace("bookworm", codename))
     for _ in range(3):
         for suite in ("bookworm", "trixie"):
             r = _lib(apt, f"ensure_deb_src_entry {suite}")
             assert r.returncode == 0, r.stderr
     files = sorted(p.name for p in (apt / "sources.list.d").iterdir())
     assert files == ["armnn-harness-src.sources", "armnn-harness-trixie-src.sources", "debian.sources"]
-    if codename == "bookworm":
-        trixie = (apt / "sources.list.d" / "armnn-harness-trixie-src.sources").read_text()
-        assert trixie.splitlines() == ["Types: deb-src", "URIs: http://deb.debian.org/debian", "Suites: trixie",
-                                       "Components: main",
-                                       "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"]
+    for name, suite in (("armnn-harness-trixie-src.sources", "trixie"), ("armnn-harness-src.sources", "bookworm")):
+        assert (apt / "sources.list.d" / name).read_text().splitlines() == [
+            "Types: deb-src", "URIs: http://deb.debian.org/debian", f"Suites: {suite}", "Components: main",
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"]
     assert _lib(apt, "has_deb_src trixie && has_deb_src bookworm").returncode == 0
 
 
