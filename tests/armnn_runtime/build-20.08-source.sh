@@ -17,7 +17,9 @@ LIBSRC="$OUT/lib-src"          # a patched copy: the deserializer step reads the
 FLATBUFFERS_VERSION="$(dpkg-query -W -f='${Version}' libflatbuffers-dev)"
 BOOST_VERSION="$(dpkg-query -W -f='${Version}' libboost-dev 2>/dev/null || true)"
 PATCH20="$HERE/build-20.08-trixie.patch"
-CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -Wno-error"
+# -include cstdint: gcc 13 and later no longer include <cstdint> through other standard headers,
+# which 20.08's sources relied on (uint32_t undeclared in VerificationHelpers.hpp and others).
+CMAKE_ARGS=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -Wno-error -include cstdint"
     "-DCMAKE_INSTALL_PREFIX=$LIBROOT" -DCMAKE_INSTALL_LIBDIR=lib
     # Debian 12's options (debian/rules) ...
     -DSHARED_BOOST=ON -DARMNNREF=0 -DBUILD_ARMNN_SERIALIZER=1 -DBUILD_TF_LITE_PARSER=1

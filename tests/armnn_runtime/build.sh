@@ -174,6 +174,7 @@ INCLUDES=(-I "$BUILD/gen" -I "$SRC/src/armnnDeserializer" -I "$SRC/src/armnnUtil
 LDFLAGS=()
 if [ "$LIBROOT" != /usr ]; then   # the headers and libraries of the source build
     INCLUDES+=(-I "$LIBROOT/include")
+    CXXFLAGS+=(-include cstdint)  # its newer gcc, as in build-20.08-source.sh
     LDFLAGS=(-L "$LIBROOT/lib" "-Wl,-rpath,$LIBROOT/lib")
 fi
 
