@@ -104,7 +104,7 @@ def test_runner_says_its_release(armnn_release_runner):
     ("12.0", "23.08", "source", "23.08-deb12", "trixie"),
     ("13.1", "23.08", "packages", "23.08-deb13", "trixie"),
     ("trixie/sid", "23.08", "packages", "23.08-deb13", "trixie"),
-    ("13.0", "20.08", "none", "20.08-deb13", ""),
+    ("13.0", "20.08", "source", "20.08-deb13", "bookworm"),
 ])
 def test_plan_for_known_debian(version, release, method, key, suite):
     plan = harness_plan(release, version)
@@ -137,7 +137,7 @@ def test_build_sh_says_unavailable_with_exit_4(tmp_path):
     """A release the plan has no way for: exit 4 and a one-line reason, nothing built."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "python3").write_text('#!/bin/sh\nexec "%s" "$1" "$2" 13.0\n' % os.path.realpath(
+    (fake / "python3").write_text('#!/bin/sh\nexec "%s" "$1" "$2" 11.9\n' % os.path.realpath(
         subprocess.run(["bash", "-c", "command -v python3"], stdout=subprocess.PIPE, text=True).stdout.strip()))
     (fake / "python3").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", ARMNN_HARNESS_CACHE=str(tmp_path / "cache"))
@@ -145,7 +145,7 @@ def test_build_sh_says_unavailable_with_exit_4(tmp_path):
                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "armnn-harness: unavailable: " + harness_plan("20.08", "13.0").reason]
+        "armnn-harness: unavailable: " + harness_plan("20.08", "11.9").reason]
     assert proc.stdout == "" and not (tmp_path / "cache").exists()
 
 
