@@ -891,8 +891,9 @@ _ELEMENTWISE_BINARY = (LayerType.Addition, LayerType.Subtraction, LayerType.Mult
                        LayerType.Division, LayerType.Minimum, LayerType.Maximum)
 _CONSTANT_2308 = (
     "23.08 reads every Constant of a file without featureVersions (weightsLayoutScheme 0) as "
-    "depthwise weights [M,I,H,W] and permutes it to [1,H,W,I*M]: other ranks assert, 4-D ones "
-    "change shape", "srcShape.GetNumDimensions() == mappings.GetSize()")
+    "depthwise weights [M,I,H,W] and permutes it to [1,H,W,I*M]: other ranks fail the rank check of "
+    "Permute (an assertion in the source build, an exception in Debian 13's libarmnn 23.08-5), 4-D ones "
+    "change shape", "mappings")  # "... == mappings.GetSize()" / "... does not match the size of the mappings"
 ON_23_08: dict[tuple, tuple[str, object]] = {
     (LayerType.Constant, None, None, None): ("unsupported", _CONSTANT_2308),
     (LayerType.Pooling2d, "L2", None, None): ("pass", "the 23.08 deserializer reads L2 pooling"),

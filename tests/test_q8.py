@@ -31,7 +31,7 @@ from armnn_import.lowering.int8 import S8_LAYERS, keep_int8, to_int8
 from armnn_import.report import Report
 from armnn_import.serialize import read, write
 from armnn_import.target import get as get_target
-from armnn_import.testing.armnn_runtime import ArmnnRuntimeError, run_armnn
+from armnn_import.testing.armnn_runtime import ArmnnRuntimeError, harness_dir, run_armnn
 from armnn_import.verify_cmd import Tolerance, verify as verify_files
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
@@ -40,9 +40,10 @@ from reference_models import NOT_CONVERTING_YET, ROOT, all_models  # noqa: E402
 from test_targets import RICH_NETWORK_LSB  # noqa: E402
 
 U8, S8 = DataType.QuantisedAsymm8, DataType.QAsymmS8
-RUNNERS = {"20.08": os.environ.get("ARMNN_RUNNER", "/var/cache/armnn-import-harness/20.08-deb12/armnn-run"),
-           "23.08": os.environ.get("ARMNN_RUNNER_23_08", "/var/cache/armnn-import-harness/23.08-deb12/armnn-run")}
-ANCHOR_20_08 = "/var/cache/armnn-import-harness/20.08-deb12/armnn-tflite-anchor"
+# this Debian's harness directories (<cache>/<release>-deb<N>, plan.py), built by scripts/test.sh
+RUNNERS = {"20.08": os.environ.get("ARMNN_RUNNER", str(harness_dir("20.08") / "armnn-run")),
+           "23.08": os.environ.get("ARMNN_RUNNER_23_08", str(harness_dir("23.08") / "armnn-run"))}
+ANCHOR_20_08 = str(harness_dir("20.08") / "armnn-tflite-anchor")
 # (target, runtime): 20.08 output on 20.08 and 23.08, 23.08 output on 23.08
 PAIRS = [("20.08", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")]
 

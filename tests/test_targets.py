@@ -17,6 +17,7 @@ from armnn_import import cli
 from armnn_import.errors import ConversionError
 from armnn_import.serialize import read
 from armnn_import.target import RELEASES, get
+from armnn_import.testing.armnn_runtime import harness_dir
 from armnn_import.verify_cmd import Tolerance, verify
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
@@ -166,7 +167,7 @@ def test_onnx_cnn_in_nhwc_has_no_permute_from_20_08(name, armnn_runner, tmp_path
     assert check.ok, check.format()
 
 
-RUNNER_23_08 = os.environ.get("ARMNN_RUNNER_23_08", "/var/cache/armnn-import-harness/23.08-deb12/armnn-run")
+RUNNER_23_08 = os.environ.get("ARMNN_RUNNER_23_08", str(harness_dir("23.08") / "armnn-run"))  # this Debian's (plan.py)
 PER_CHANNEL_MODELS = [p for p in params() if p.values[0] in PER_CHANNEL_REQUANTIZED_LSB
                       or p.values[0] == "tflite/ops/fully_connected_pruned.sparseint8.tflite"]
 

@@ -70,7 +70,9 @@ if [ "$RELEASE" = 23.08 ]; then
     exit 0
 fi
 
-# ============================================================ Arm NN 20.08 on Debian 12
+# ============================================================ Arm NN 20.08
+# packages (Debian 12): Debian's libarmnn22; source (Debian 13): libarmnn built from Debian 12's
+# source package by build-20.08-source.sh into $OUT/install. The rest is the same for both.
 CXXFLAGS=(-O2 -std=c++14 -fPIC -w '-DARMNN_HARNESS_RELEASE="20.08"')
 
 # ---------------------------------------------------------------------------- 1. packages
@@ -82,7 +84,23 @@ fi
 # shellcheck disable=SC2086
 install_missing "$OUT/apt.log" $PLAN_PACKAGES
 [ -x "$FLATC" ] || die "$FLATC not found (flatbuffers-compiler)"
-ARMNN_VERSION="$(dpkg-query -W -f='${Version}' libarmnn-dev)"
+if [ "$PLAN_METHOD" = packages ]; then
+    ARMNN_VERSION="$(dpkg-query -W -f='${Version}' libarmnn-dev)"
+    LIBROOT=/usr
+else    # the cached source's version, else the highest 20.08 source package apt knows
+    ARMNN_VERSION="$(cat "$OUT/src/armnn-20.08/.harness-source-version" 2>/dev/null || true)"
+    if [ -z "$ARMNN_VERSION" ]; then
+        ARMNN_VERSION="$(src_versions 20.08 | head -1)"
+        if [ -z "$ARMNN_VERSION" ] && [ "$APT_EDITS" = 1 ]; then
+            ensure_deb_src_entry "$PLAN_SOURCE_SUITE"
+            as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$OUT/apt.log" 2>&1 \
+                || { tail -20 "$OUT/apt.log" >&2; die "apt-get update failed"; }
+            ARMNN_VERSION="$(src_versions 20.08 | head -1)"
+        fi
+        [ -n "$ARMNN_VERSION" ] || die "apt knows no armnn 20.08 source package: the harness needs a deb-src entry for $PLAN_SOURCE_SUITE: run 'bash scripts/test.sh' once (or tests/armnn_runtime/build.sh --apt-sources 20.08)"
+    fi
+    LIBROOT="$OUT/install"
+fi
 case "$ARMNN_VERSION" in
     20.08-*) ;;
     *) die "libarmnn-dev is $ARMNN_VERSION, expected 20.08-*" ;;
@@ -93,29 +111,41 @@ hash_inputs() {
     {
         cat "$HERE/build.sh" "$HERE/lib.sh" "$HERE/runner.cpp" "$HERE/tflite_anchor.cpp"
         echo "armnn=$ARMNN_VERSION"
+        [ "$PLAN_METHOD" = packages ] || { cat "$HERE/build-20.08-source.sh"; echo "lib=$LIB_ID"; }
         dpkg-query -W -f='flatbuffers=${Version}\n' libflatbuffers-dev
         "$CXX" --version | head -1
     } | sha256sum | cut -d' ' -f1
 }
-HASH="$(hash_inputs)"
 RUNNER="$OUT/armnn-run"
 ANCHOR="$OUT/armnn-tflite-anchor"
-if [ -x "$RUNNER" ] && [ -x "$ANCHOR" ] && [ -f "$OUT/build.hash" ] \
-        && [ "$(cat "$OUT/build.hash")" = "$HASH" ]; then
+up_to_date() {
+    HASH="$(hash_inputs)"
+    [ -x "$RUNNER" ] && [ -x "$ANCHOR" ] && [ -f "$OUT/build.hash" ] && [ "$(cat "$OUT/build.hash")" = "$HASH" ]
+}
+get_source() {
+    SRC_PARENT="$OUT/src"
+    SRC="$SRC_PARENT/armnn-20.08"
+    if [ ! -f "$SRC/src/armnnDeserializer/Deserializer.cpp" ] || [ ! -f "$SRC/.harness-source-version" ] \
+            || [ "$(cat "$SRC/.harness-source-version")" != "$ARMNN_VERSION" ]; then
+        fetch_source "$ARMNN_VERSION" "$SRC_PARENT" "$OUT/apt-source.log" "$APT_EDITS" "$PLAN_SOURCE_SUITE"
+    else
+        log "source cached in $SRC"
+    fi
+}
+if [ "$PLAN_METHOD" = source ]; then
+    # ---------------------------------------------------------------- 2. source, libarmnn
+    get_source
+    # shellcheck source=build-20.08-source.sh
+    source "$HERE/build-20.08-source.sh"
+fi
+if up_to_date; then
     log "up to date (cached in $OUT)"
     echo "$RUNNER"
     exit 0
 fi
 
 # ---------------------------------------------------------------------------- 2. source
-SRC_PARENT="$OUT/src"
-SRC="$SRC_PARENT/armnn-20.08"
-if [ ! -f "$SRC/src/armnnDeserializer/Deserializer.cpp" ] || [ ! -f "$SRC/.harness-source-version" ] \
-        || [ "$(cat "$SRC/.harness-source-version")" != "$ARMNN_VERSION" ]; then
-    fetch_source "$ARMNN_VERSION" "$SRC_PARENT" "$OUT/apt-source.log" "$APT_EDITS" "$PLAN_SOURCE_SUITE"
-else
-    log "source cached in $SRC"
-fi
+[ "$PLAN_METHOD" = source ] || get_source
 
 # ---------------------------------------------------------------------------- 3. deserializer
 BUILD="$OUT/build"
@@ -141,6 +171,12 @@ sed -i 's/sourceBaseLayer->outputSlots()->Get(i)->tensorInfo()/sourceBaseLayer->
     || die "patch of SetupOutputLayers did not apply"
 
 INCLUDES=(-I "$BUILD/gen" -I "$SRC/src/armnnDeserializer" -I "$SRC/src/armnnUtils")
+LDFLAGS=()
+if [ "$LIBROOT" != /usr ]; then   # the headers and libraries of the source build
+    INCLUDES+=(-I "$LIBROOT/include")
+    CXXFLAGS+=(-include cstdint)  # its newer gcc, as in build-20.08-source.sh
+    LDFLAGS=(-L "$LIBROOT/lib" "-Wl,-rpath,$LIBROOT/lib")
+fi
 
 compile() { # src obj
     "$CXX" "${CXXFLAGS[@]}" "${INCLUDES[@]}" -c "$1" -o "$2" >>"$LOG.$(basename "$2")" 2>&1 \
@@ -165,9 +201,9 @@ ar rcs "$BUILD/libarmnnDeserializer20.08.a" "$BUILD/Deserializer.o" "$BUILD/Pars
     "$BUILD/VerificationHelpers.o"
 
 # ---------------------------------------------------------------------------- 4./5. link
-"$CXX" -o "$BUILD/armnn-run" "$BUILD/runner.o" "$BUILD/libarmnnDeserializer20.08.a" -larmnn >>"$LOG" 2>&1 \
+"$CXX" -o "$BUILD/armnn-run" "$BUILD/runner.o" "$BUILD/libarmnnDeserializer20.08.a" "${LDFLAGS[@]}" -larmnn >>"$LOG" 2>&1 \
     || { tail -30 "$LOG" >&2; die "linking armnn-run failed (see $LOG)"; }
-"$CXX" -o "$BUILD/armnn-tflite-anchor" "$BUILD/tflite_anchor.o" \
+"$CXX" -o "$BUILD/armnn-tflite-anchor" "$BUILD/tflite_anchor.o" "${LDFLAGS[@]}" \
     -larmnnTfLiteParser -larmnnSerializer -larmnn >>"$LOG" 2>&1 \
     || { tail -30 "$LOG" >&2; die "linking armnn-tflite-anchor failed (see $LOG)"; }
 

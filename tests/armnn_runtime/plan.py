@@ -10,7 +10,7 @@ machine needed; the apt calls themselves are build.sh's.
 Methods:
   packages  the packaged libarmnn and CpuRef backend, plus the deserializer (which Debian does not
             package) compiled from the same release's Debian source package
-  source    libarmnn, CpuRef and the deserializer built from Debian's source tarball with CMake
+  source    libarmnn, CpuRef and the deserializer built from a Debian source package with CMake
   none      not available here: the release's tests skip with `reason`
 """
 from __future__ import annotations
@@ -80,9 +80,11 @@ def plan(release: str, debian_version: str | None) -> Plan:
                     ("libarmnn-dev", "libarmnn-cpuref-backend33") + _COMMON,
                     "Debian 13 packages Arm NN 23.08 (libarmnn33) but not its deserializer")
     if release == "20.08" and major == 13:
-        return Plan(release, major, "none", key,
-                    reason="Arm NN 20.08 is not built on Debian 13: it has no 20.08 packages, and building "
-                           "the 2020 source with its toolchain (gcc 14, flatbuffers 24) is untried")
+        return Plan(release, major, "source", key, "bookworm",
+                    ("cmake", "make", "patch", "libboost-dev", "libboost-filesystem-dev", "libboost-system-dev",
+                     "libboost-program-options-dev", "libboost-test-dev") + _COMMON,
+                    "Debian 13 has no Arm NN 20.08: libarmnn, CpuRef, the TfLite parser and the serializer built "
+                    "from Debian 12's armnn 20.08 source package (build-20.08-source.sh)")
     where = f"Debian {major}" if major else f"this system (/etc/debian_version: {debian_version or 'missing'})"
     return Plan(release, major, "none", key,
                 reason=f"no known way to get Arm NN {release} on {where}; the harness knows Debian 12 and 13")

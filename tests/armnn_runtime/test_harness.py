@@ -104,7 +104,7 @@ def test_runner_says_its_release(armnn_release_runner):
     ("12.0", "23.08", "source", "23.08-deb12", "trixie"),
     ("13.1", "23.08", "packages", "23.08-deb13", "trixie"),
     ("trixie/sid", "23.08", "packages", "23.08-deb13", "trixie"),
-    ("13.0", "20.08", "none", "20.08-deb13", ""),
+    ("13.0", "20.08", "source", "20.08-deb13", "bookworm"),
 ])
 def test_plan_for_known_debian(version, release, method, key, suite):
     plan = harness_plan(release, version)
@@ -137,7 +137,7 @@ def test_build_sh_says_unavailable_with_exit_4(tmp_path):
     """A release the plan has no way for: exit 4 and a one-line reason, nothing built."""
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "python3").write_text('#!/bin/sh\nexec "%s" "$1" "$2" 13.0\n' % os.path.realpath(
+    (fake / "python3").write_text('#!/bin/sh\nexec "%s" "$1" "$2" 11.9\n' % os.path.realpath(
         subprocess.run(["bash", "-c", "command -v python3"], stdout=subprocess.PIPE, text=True).stdout.strip()))
     (fake / "python3").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}", ARMNN_HARNESS_CACHE=str(tmp_path / "cache"))
@@ -145,7 +145,7 @@ def test_build_sh_says_unavailable_with_exit_4(tmp_path):
                           stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     assert proc.returncode == 4, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        "armnn-harness: unavailable: " + harness_plan("20.08", "13.0").reason]
+        "armnn-harness: unavailable: " + harness_plan("20.08", "11.9").reason]
     assert proc.stdout == "" and not (tmp_path / "cache").exists()
 
 
@@ -182,20 +182,20 @@ def _apt_etc(tmp_path, sources=DEBIAN_SOURCES, sources_list=None):
 
 @pytest.mark.skipif(not Path("/etc/os-release").is_file(), reason="needs /etc/os-release for the codename")
 def test_deb_src_entry_is_added_once_without_sources_list(tmp_path):
-    """No /etc/apt/sources.list (as on Debian 12 images): the entry is added once, never again."""
-    apt = _apt_etc(tmp_path)
-    codename = _lib(apt, "host_codename").stdout.strip()
+    """No /etc/apt/sources.list (as on Debian 12 and 13 images): the entry is added once, never again."""
+    codename = _lib(tmp_path, "host_codename").stdout.strip()
+    # the machine's own stanza is the one an entry is derived from (bookworm or trixie)
+    apt = _apt_etc(tmp_path, sources=DEBIAN_SOURCES.replace("bookworm", codename))
     for _ in range(3):
         for suite in ("bookworm", "trixie"):
             r = _lib(apt, f"ensure_deb_src_entry {suite}")
             assert r.returncode == 0, r.stderr
     files = sorted(p.name for p in (apt / "sources.list.d").iterdir())
     assert files == ["armnn-harness-src.sources", "armnn-harness-trixie-src.sources", "debian.sources"]
-    if codename == "bookworm":
-        trixie = (apt / "sources.list.d" / "armnn-harness-trixie-src.sources").read_text()
-        assert trixie.splitlines() == ["Types: deb-src", "URIs: http://deb.debian.org/debian", "Suites: trixie",
-                                       "Components: main",
-                                       "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"]
+    for name, suite in (("armnn-harness-trixie-src.sources", "trixie"), ("armnn-harness-src.sources", "bookworm")):
+        assert (apt / "sources.list.d" / name).read_text().splitlines() == [
+            "Types: deb-src", "URIs: http://deb.debian.org/debian", f"Suites: {suite}", "Components: main",
+            "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"]
     assert _lib(apt, "has_deb_src trixie && has_deb_src bookworm").returncode == 0
 
 
