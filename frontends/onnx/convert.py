@@ -85,9 +85,9 @@ class LoweringBug(RuntimeError):
 
 @functools.lru_cache(maxsize=None)
 def _schema_facts(op: str, opset: int):
-    """(required single inputs as (index, name), required attributes, most inputs) of an
-    operator's ONNX schema, or None when there is none (worked out once per operator:
-    the pre-scan asks for every node)."""
+    """(required single inputs as (index, name), required attributes, most inputs, every
+    attribute's name) of an operator's ONNX schema, or None when there is none (worked out once
+    per operator: the pre-scan asks for every node)."""
     try:
         schema = onnx.defs.get_schema(op, opset, "")
     except Exception:  # noqa: BLE001 - unknown operator: reported elsewhere
@@ -95,7 +95,7 @@ def _schema_facts(op: str, opset: int):
     single = onnx.defs.OpSchema.FormalParameterOption.Single
     inputs = tuple((i, p.name) for i, p in enumerate(schema.inputs) if p.option == single)
     attrs = tuple(a for a, spec in schema.attributes.items() if spec.required)
-    return inputs, attrs, schema.max_input
+    return inputs, attrs, schema.max_input, frozenset(schema.attributes)
 
 
 def _missing(node) -> list[str]:
@@ -116,6 +116,10 @@ def _too_many_inputs(node) -> str | None:
         return None
     if len(node.inputs) > facts[2]:
         return f"{len(node.inputs)} inputs, but {node.op} takes at most {facts[2]} (the model is invalid)"
+    unknown = sorted(a for a in node.attrs if a not in facts[3])
+    if unknown:  # onnxruntime refuses these too; the operator of an older opset may have meant them
+        return (f"{node.op} at opset {node.opset} has no attribute {', '.join(map(repr, unknown))} "
+                "(the model is invalid)")
     return None
 
 

@@ -367,3 +367,20 @@ def test_a_node_name_that_is_not_utf8_is_named_in_the_refusal():
     data = m.SerializeToString().replace(b"abc", b"a\xffc")
     with pytest.raises(LoadError, match=r"node name b'a\\xffc' is not valid UTF-8"):
         armnn_import.convert(data)
+
+
+def test_an_attribute_the_operator_does_not_have_is_refused():
+    """ReduceMean-18 takes its axes as an input: an `axes` attribute (the opset-13 form, found by
+    the fuzzer with the opset raised) is refused as an invalid model, as onnxruntime refuses it,
+    not converted by guessing which form was meant."""
+    node = h.make_node("ReduceMean", ["x"], ["y"], axes=[2], keepdims=0)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, 4])],
+                         [h.make_tensor_value_info("y", TP.FLOAT, None)])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    import onnxruntime as ort
+    with pytest.raises(Exception, match="axes"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(UnsupportedModelError) as err:
+        armnn_import.convert(model.SerializeToString())
+    (p,) = err.value.problems
+    assert p.op == "ReduceMean" and "has no attribute 'axes'" in p.reason and p.code == "bad-model"
