@@ -860,7 +860,8 @@ CORPUS_REFUSED = {"ops/exp.int8.tflite": "EXP", "ops/exp.uint8io.tflite": "EXP",
                   "ops/reduce_prod.int8.tflite": "REDUCE_PROD", "ops/reduce_prod.uint8io.tflite": "REDUCE_PROD",
                   # layers of the richer formats only (tests/test_attention_models.py converts them there)
                   "models/embedding_keras.float32.tflite": "GATHER", "models/argmax_head.float32.tflite": "ARG_MAX",
-                  "models/batch_matmul.float32.tflite": "BATCH_MATMUL", "models/cast_roundtrip.float32.tflite": "CAST"}
+                  "models/batch_matmul.float32.tflite": "BATCH_MATMUL", "models/cast_roundtrip.float32.tflite": "CAST",
+                  "ops/arg_min.float32.tflite": "ARG_MIN", "ops/conv_3d.float32.tflite": "CONV_3D"}
 # Operators of the 23.08 format only: refused by the default target (tests/test_targets.py runs
 # them with --target 23.08 on Arm NN 23.08).
 CORPUS_REFUSED.update({f"ops/{name}.{v}.tflite": ops for name, ops in (
