@@ -118,7 +118,8 @@ def _convolution2d(layer, ins) -> list[np.ndarray]:
     accumulates one input channel at a time in Arm NN's order, exact to the bit
     and 10-100x slower; a range needs no bit-exactness (the order moves the sums
     by about 1e-7 relative)."""
-    from .executor.layers import bias_of, const_of, conv_input, from_nchw, input_nchw, to_nchw
+    from .executor.common import const_of, from_nchw, input_nchw, to_nchw
+    from .executor.spatial import bias_of, conv_input
 
     d, info = layer.desc, layer.outputs[0]
     w = const_of(layer, "weights")

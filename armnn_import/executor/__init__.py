@@ -5,7 +5,8 @@ run(graph, inputs) -> outputs in Output binding-id order;
 run_all(graph, inputs) -> every output slot by Port; evaluate(layer, arrays)
 -> one layer's outputs (used by constant folding).
 """
-from .layers import LAYER_FUNCTIONS  # noqa: F401
+from .common import LAYER_FUNCTIONS  # noqa: F401
+from . import layers, spatial  # noqa: F401  (register the 19.02 layers)
 from . import releases  # noqa: F401  (registers the richer formats' layers)
 from . import structural  # noqa: F401  (Concat, Transpose, Resize)
 from . import attention  # noqa: F401  (Cast, BatchMatMul: the 23.08 format)

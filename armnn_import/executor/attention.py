@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import LayerType
-from .layers import layer_fn
+from .common import layer_fn
 from .numeric import F32, decode, encode, round_half_away
 
 

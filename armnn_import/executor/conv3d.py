@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import DataLayout, LayerType, PaddingMethod, PoolingAlgorithm
-from .layers import layer_fn, pool_finish, pool_step, pool_ranges as _pool_ranges
+from .common import layer_fn
+from .spatial import pool_finish, pool_step, pool_ranges as _pool_ranges
 from .numeric import F32, decode, encode
 
 

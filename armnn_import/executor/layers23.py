@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ExecutionError
 from ..ir.types import LayerType, LogicalBinaryOperation, ReduceOperation
-from .layers import layer_fn
+from .common import layer_fn
 from .numeric import F32, decode, encode
 
 _FLT_MAX = F32(np.finfo(np.float32).max)

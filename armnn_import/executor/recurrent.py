@@ -9,8 +9,8 @@ import numpy as np
 from ..errors import ExecutionError
 from ..ir.types import ActivationFunction as AF
 from ..ir.types import LayerType
-from .layers import activation_fn as _activation, const_value as _const, cpp_max as _cpp_max, \
-    cpp_min as _cpp_min, layer_fn
+from .common import const_of as _const, cpp_max as _cpp_max, cpp_min as _cpp_min, layer_fn
+from .layers import activation_fn as _activation
 from .numeric import F32, decode, encode
 
 # LstmUtils SetActivationParameters: the Android NN activation codes

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ExecutionError
 from ..ir.types import ArgMinMaxFunction, ComparisonOperation, LayerType, UnaryOperation
-from .layers import cpp_max, layer_fn
+from .common import cpp_max, layer_fn
 from .numeric import F32, decode, encode
 
 

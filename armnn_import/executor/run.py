@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import ExecutionError
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import LayerType, TensorInfo
-from .layers import LAYER_FUNCTIONS
+from .common import LAYER_FUNCTIONS
 
 
 def evaluate(layer: Layer, input_arrays: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.types import LayerType, ResizeMethod
-from .layers import from_nchw as _from_nchw, input_nchw as _input_nchw, layer_fn, merger
+from .common import from_nchw as _from_nchw, input_nchw as _input_nchw, layer_fn
+from .layers import merger
 from .numeric import F32, decode, encode
 
 # ConcatLayer is the 19.02 MergerLayer under its later name (one ParseConcat, one workload)
@@ -108,7 +109,7 @@ def depth_space(layer, ins, infos):
 def instance_normalization(layer, ins, infos):
     """InstanceNorm.cpp: per batch and channel, the mean and the (biased) variance over H and W,
     each a float32 sum in row-major order, then (x - mean) * gamma / sqrt(var + eps) + beta."""
-    from .layers import seq_sum as _seq_sum
+    from .common import seq_sum as _seq_sum
     d, out_info = layer.desc, layer.outputs[0]
     x = _input_nchw(layer, ins, infos)
     n, c, h, w = x.shape
