@@ -98,6 +98,17 @@ def write_atomic(path, data, *, inputs=(), size: int | None = None, check=None) 
     returns what is wrong with it, or None. Either failing is an OutputError;
     the old file is kept and the new one removed."""
     path = os.fspath(path)
+    target, folder, st = _existing_target(path, inputs)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return _write_special(path, target, data, size)
+    mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
+    remove_stale(folder)
+    _replace(path, target, folder, data, mode, size, check)
+
+
+def _existing_target(path: str, inputs):
+    """(the real target path, its folder, its stat or None): refuses an input, a missing folder,
+    a directory, and a read-only or unwritable file before anything is written."""
     for src in inputs:
         if os.path.exists(src) and _same_file(path, src):
             raise OutputError(f"{path}: refusing to overwrite the input model")
@@ -108,23 +119,24 @@ def write_atomic(path, data, *, inputs=(), size: int | None = None, check=None) 
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        st = None
+        return target, folder, None
     except OSError as e:
         raise OutputError(f"{path}: cannot write: {e.strerror or e}") from None
-    if st is not None:
-        if stat.S_ISDIR(st.st_mode):
-            raise OutputError(f"{path}: is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            return _write_special(path, target, data, size)
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{path}: is a directory")
+    if stat.S_ISREG(st.st_mode):
         if not st.st_mode & 0o222:
             raise OutputError(f"{path}: the file is read-only; refusing to replace it")
         if not os.access(target, os.W_OK):
             if _read_only_fs(folder):
                 raise OutputError(f"{path}: cannot write in {folder}: Read-only file system")
             raise OutputError(f"{path}: no permission to replace the file")
-    mode = stat.S_IMODE(st.st_mode) if st is not None else _new_file_mode()
-    remove_stale(folder)
+    return target, folder, st
 
+
+def _replace(path: str, target: str, folder: str, data, mode: int, size, check) -> None:
+    """Write a complete, fsynced and checked temporary file in `folder`, then rename it over
+    `target`; on any failure or signal the temporary file goes and the old file stays."""
     restore = _install_handlers()
     tmp = None  # the temporary file's name, once it has one
     try:
