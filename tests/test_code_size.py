@@ -28,7 +28,6 @@ LONG_FILES = {
     "armnn_import/cli.py": "in flight: the plugin boundary renames what it calls; split after it lands",
     "armnn_import/executor/layers.py": "one numpy function per Arm NN layer, a table a reader scans as one",
     "frontends/tflite/ops/shape.py": "in flight: the split moves registration lines the converter contract edits",
-    "frontends/onnx/ops/qlinear.py": "in flight: the split moves registration lines the converter contract edits",
     "frontends/tflite/ops/conv.py": "in flight: the split moves registration lines the converter contract edits",
 }
 #: functions over MAX_FUNCTION_LINES ("path::name"), and why they are left so

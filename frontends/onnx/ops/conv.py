@@ -377,7 +377,7 @@ def _pad_or_crop(ctx, x, before, after, name):
     return ctx.b.pad(x, pads, f"{name}_pad")
 
 
-# The geometry helpers the quantized operators (qlinear.py) share, under public names; the
+# The geometry helpers the quantized operators (qconv.py, qpool.py) share, under public names; the
 # converters here call them by the short ones.
 spatial_rank_check, to_4d, pair, pads, back = _spatial_rank_check, _to_4d, _pair, _pads, _back
 conv_operands, pool_geometry, kernel = _conv_operands, _pool_geometry, _kernel

@@ -176,4 +176,4 @@ def gemm(ctx, node):
 
 
 
-fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qlinear.py)
+fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qmatrix.py)
