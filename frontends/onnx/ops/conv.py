@@ -97,7 +97,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     if w.ndim != nd + 2:
         raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D {kind}")
     if 0 in w.shape:  # the kernel size comes from the weights: an empty one is no convolution
-        raise Unsupported(f"empty weights {tuple(w.shape)} (the model is invalid)")
+        raise Unsupported(f"empty weights {tuple(w.shape)} (the model is invalid)", code="bad-model")
     if nd == 1:
         w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     cin = x.info.shape[1]
