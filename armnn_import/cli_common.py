@@ -76,4 +76,3 @@ def run(fn, args, out: Out, prefix: str = "") -> int:
         out.error(f"{prefix}internal error: {type(e).__name__}: {msg} -- this is a bug in {PROG}; please report it "
                   "with the command line and the model" + ("" if args.debug else " (--debug shows the traceback)"))
         return EXIT_INTERNAL
-

@@ -205,4 +205,3 @@ def _json_default(x):
     if isinstance(x, (set, tuple)):
         return list(x)
     return str(x)
-

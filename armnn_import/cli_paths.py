@@ -95,4 +95,3 @@ def batch_names(models: list[str]) -> list[str]:
 def _stem(path: str) -> str:
     from .discovery import model_name
     return model_name(path)
-
