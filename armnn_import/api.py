@@ -82,19 +82,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
 
     check_passes: verify the graph after every pass (--debug; default: the
     ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
-    from .target import get as get_target
-    target = get_target(target)
-    if layout not in LAYOUTS:
-        raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
-    if conv_bias not in CONV_BIAS:
-        raise ConversionError(f"conv_bias must be one of {', '.join(CONV_BIAS)}, not {conv_bias!r}")
-    if fp16 and fp16_weights:
-        raise ConversionError("fp16 and fp16_weights exclude each other: choose Float16 compute or Float16 weights")
-    if not fp16 and (fp16_force or fp16_inputs is not None):
-        raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
-    if fp16_weights:
-        from .passes.fp16 import check_fp16_weights
-        check_fp16_weights(target)  # refuses: no target has the layer yet (one that has it also needs the pass)
+    target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
                              target=target.release)
@@ -110,28 +98,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     try:
         with report.phase("frontend"):
             graph = fe.convert(model, options, report)
-        from .limits import check_network
-        check_network(graph)  # before constant folding allocates what the frontend only declared
-        from .passes import pipeline, run_pipeline
-        from .ir.axes import TO_NCHW, TO_NHWC
-        from .passes.fp16 import to_float16
-        from .passes.io_layout import set_io_layout
-        with report.phase("passes"):
-            if io_layout != source_layout:
-                set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
-            run_pipeline(graph, report, passes=pipeline(conv_bias, options.fp16 or report.float16_network),
-                         check_each=check_passes)
-            if options.fp16:
-                _check_range(graph, report, options, permuted=io_layout != source_layout)
-            if options.fp16 or report.float16_network:
-                to_float16(graph, report)
-        from .ir.compat import runtime_problems
-        problems = runtime_problems(graph)
-        if problems:  # a frontend bug: these must be lowered around
-            raise ConversionError("the network has layers Arm NN cannot run: " + "; ".join(problems))
-        from .report import io_summary
-        report.inputs, report.outputs = io_summary(graph)
-        _note_layouts(report, source_layout, io_layout)
+        _after_frontend(graph, report, options, check_passes, source_layout, io_layout)
     except UnsupportedModelError as e:
         report.problems = [p.to_dict() for p in e.problems]  # with their reason codes
         raise
@@ -142,6 +109,52 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     except MemoryError:  # a refusal, not a crash, but never hidden among the unsupported operators
         raise ConversionError("model too large: memory ran out while converting it") from None
     return ConversionResult(graph, report)
+
+
+def _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs):
+    """The Target of `target`, once convert()'s options are found consistent (else ConversionError)."""
+    from .target import get as get_target
+    target = get_target(target)
+    if layout not in LAYOUTS:
+        raise ConversionError(f"layout must be one of {', '.join(LAYOUTS)}, not {layout!r}")
+    if conv_bias not in CONV_BIAS:
+        raise ConversionError(f"conv_bias must be one of {', '.join(CONV_BIAS)}, not {conv_bias!r}")
+    if fp16 and fp16_weights:
+        raise ConversionError("fp16 and fp16_weights exclude each other: choose Float16 compute or Float16 weights")
+    if not fp16 and (fp16_force or fp16_inputs is not None):
+        raise ConversionError("fp16_force and fp16_inputs go with fp16=True (the range check of --fp16)")
+    if fp16_weights:
+        from .passes.fp16 import check_fp16_weights
+        check_fp16_weights(target)  # refuses: no target has the layer yet (one that has it also needs the pass)
+    return target
+
+
+def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check_passes,
+                    source_layout: str | None, io_layout: str | None) -> None:
+    """The frontend's graph checked, through the passes (the edge layout, --fp16), checked
+    again for what Arm NN can run, and its inputs and outputs noted in the report."""
+    from .limits import check_network
+    check_network(graph)  # before constant folding allocates what the frontend only declared
+    from .passes import pipeline, run_pipeline
+    from .ir.axes import TO_NCHW, TO_NHWC
+    from .passes.fp16 import to_float16
+    from .passes.io_layout import set_io_layout
+    with report.phase("passes"):
+        if io_layout != source_layout:
+            set_io_layout(graph, TO_NHWC if io_layout == "NHWC" else TO_NCHW, report)
+        run_pipeline(graph, report, passes=pipeline(options.conv_bias, options.fp16 or report.float16_network),
+                     check_each=check_passes)
+        if options.fp16:
+            _check_range(graph, report, options, permuted=io_layout != source_layout)
+        if options.fp16 or report.float16_network:
+            to_float16(graph, report)
+    from .ir.compat import runtime_problems
+    problems = runtime_problems(graph)
+    if problems:  # a frontend bug: these must be lowered around
+        raise ConversionError("the network has layers Arm NN cannot run: " + "; ".join(problems))
+    from .report import io_summary
+    report.inputs, report.outputs = io_summary(graph)
+    _note_layouts(report, source_layout, io_layout)
 
 
 def _edge_layouts(fe, options: ConvertOptions) -> tuple[str | None, str | None]:

@@ -55,6 +55,11 @@ class ArmnnImportError(Exception):
 class LoadError(ArmnnImportError):
     """The input file cannot be read or parsed (bad format, truncated, hostile)."""
 
+    def __init__(self, message: str = "", code: str | None = None):
+        super().__init__(message)
+        if code is not None:  # e.g. bad-model: the file reads, but contradicts the format's rules
+            self.code = check_code(code)
+
 
 class ReadError(LoadError):
     """A .armnn file cannot be read back."""

@@ -273,20 +273,7 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     graph, data = _armnn(armnn)
     in_layers = _match(src.inputs, graph.input_layers, "inputs")
     out_layers = _match(src.outputs, graph.output_layers, "outputs")
-    infos = [l.outputs[0] for l in in_layers]
-    if inputs is None:
-        arrays = random_inputs(src.inputs, infos, seed)
-        how = f"random, seed {seed}: " + ", ".join(
-            f"{s.name} {_dims(a.shape)} {a.dtype} {'N(0,1)' if a.dtype.kind == 'f' else 'uniform'}"
-            for s, a in zip(src.inputs, arrays))
-    elif all(isinstance(x, (str, os.PathLike)) for x in inputs):
-        arrays = load_inputs(list(inputs), src.inputs)
-        how = ", ".join(os.fspath(x) for x in inputs)
-    else:
-        if len(inputs) != len(src.inputs):
-            raise VerifyError(f"the model has {len(src.inputs)} inputs, got {len(inputs)} arrays")
-        arrays = [_check_input(np.asarray(a), s) for a, s in zip(inputs, src.inputs)]
-        how = "given arrays"
+    arrays, how = _source_inputs(src.inputs, [l.outputs[0] for l in in_layers], inputs, seed)
     permuted = _layouts(report, "inputs")
     feed = [adapt_input(a, s, l.outputs[0], permuted.get(l.name, False))
             for a, s, l in zip(arrays, src.inputs, in_layers)]
@@ -295,35 +282,68 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     feed = [feed[order[id(l)]] for l in graph.input_layers]
 
     ref = src.run(arrays)
-    values, notes, nodes = None, [], None
+    notes, nodes = [], None
     if per_layer:
         nodes = (report or {}).get("nodes")
         if not nodes:
             notes.append("per layer: node -> layers map from converting the source again (default options)")
             from .api import convert
             nodes = convert(source).report.to_dict()["nodes"]
+    got, values, engines = _run_armnn(graph, data, feed, out_layers, armnn_runtime, per_layer, nodes)
+    engines = f"{src.runtime} vs {engines}"
+    comps = _compare_outputs(src.outputs, out_layers, ref, got, _layouts(report, "outputs"), tolerance)
+    result = VerifyResult(comps, tolerance, how, engines, notes=notes)
+    if per_layer:
+        from .verify_layers import per_layer as _per_layer
+        _per_layer(result, src, arrays, graph, values, nodes, tolerance, (report or {}).get("folded", []))
+    return result
+
+
+def _source_inputs(specs: list[IoSpec], infos: list[TensorInfo], inputs, seed: int) -> tuple[list, str]:
+    """(the source model's input arrays, how they were made): seeded random, read from
+    .npy/.npz paths, or the arrays given."""
+    if inputs is None:
+        arrays = random_inputs(specs, infos, seed)
+        how = f"random, seed {seed}: " + ", ".join(
+            f"{s.name} {_dims(a.shape)} {a.dtype} {'N(0,1)' if a.dtype.kind == 'f' else 'uniform'}"
+            for s, a in zip(specs, arrays))
+    elif all(isinstance(x, (str, os.PathLike)) for x in inputs):
+        arrays = load_inputs(list(inputs), specs)
+        how = ", ".join(os.fspath(x) for x in inputs)
+    else:
+        if len(inputs) != len(specs):
+            raise VerifyError(f"the model has {len(specs)} inputs, got {len(inputs)} arrays")
+        arrays = [_check_input(np.asarray(a), s) for a, s in zip(inputs, specs)]
+        how = "given arrays"
+    return arrays, how
+
+
+def _run_armnn(graph: Graph, data, feed, out_layers, armnn_runtime: str | None, per_layer: bool,
+               nodes) -> tuple[list, dict | None, str]:
+    """(the .armnn network's outputs for out_layers, every tensor's value where known, what ran
+    it): the Arm NN runner at `armnn_runtime`, else the numpy executor. With per_layer, a runner gets
+    every tensor compared with a source node as an extra network output."""
+    values = None
     if armnn_runtime and per_layer:
-        # every tensor a source node's output is compared with becomes an extra network output
         from .verify_layers import probed_ports, runtime_values
         values = runtime_values(lambda d: _run_runtime(armnn_runtime, d, feed), graph,
                                 probed_ports(graph, nodes), feed)
-        got = [values[l.inputs[0]] for l in out_layers]
-        engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
-    elif armnn_runtime:
+        return [values[l.inputs[0]] for l in out_layers], values, f"Arm NN runner {armnn_runtime}"
+    if armnn_runtime:
         got_all = _run_runtime(armnn_runtime, data, feed)
-        got = [got_all[graph.output_layers.index(l)] for l in out_layers]
-        engines = f"{src.runtime} vs Arm NN runner {armnn_runtime}"
-    else:
-        from .executor import run_all
-        try:
-            values = run_all(graph, feed)
-        except ArmnnImportError as e:
-            raise VerifyError(f"the numpy executor cannot run the .armnn network: {e}") from None
-        got = [values[l.inputs[0]] for l in out_layers]
-        engines = f"{src.runtime} vs the numpy executor"
-    out_perm = _layouts(report, "outputs")
+        return [got_all[graph.output_layers.index(l)] for l in out_layers], values, f"Arm NN runner {armnn_runtime}"
+    from .executor import run_all
+    try:
+        values = run_all(graph, feed)
+    except ArmnnImportError as e:
+        raise VerifyError(f"the numpy executor cannot run the .armnn network: {e}") from None
+    return [values[l.inputs[0]] for l in out_layers], values, "the numpy executor"
+
+
+def _compare_outputs(specs: list[IoSpec], out_layers, ref, got, out_perm: dict, tolerance: Tolerance) -> list:
+    """One Comparison per output: the source model's `ref` against the .armnn network's `got`."""
     comps = []
-    for spec, layer, r, g in zip(src.outputs, out_layers, ref, got):
+    for spec, layer, r, g in zip(specs, out_layers, ref, got):
         info = layer.inputs[0].info
         ways = reshapings(np.shape(r), g.shape, out_perm.get(layer.name, False))
         if not ways:
@@ -332,11 +352,7 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
         if layer.name in out_perm:
             ways = ways[:1]  # the report says which layout the output has
         comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways))
-    result = VerifyResult(comps, tolerance, how, engines, notes=notes)
-    if per_layer:
-        from .verify_layers import per_layer as _per_layer
-        _per_layer(result, src, arrays, graph, values, nodes, tolerance, (report or {}).get("folded", []))
-    return result
+    return comps
 
 
 def _report_dict(report) -> dict | None:

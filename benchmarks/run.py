@@ -613,7 +613,7 @@ def profile(src: str, top: int = 15) -> list[str]:
     def where(file, line):
         return f"{os.path.relpath(file, REPO) if file.startswith(REPO) else os.path.basename(file)}:{line}"
     ours = [(k, v) for k, v in stats.items() if k[0].startswith(REPO)
-            and not k[0].endswith(("cli.py", "__main__.py"))]
+            and not os.path.basename(k[0]).startswith("cli") and not k[0].endswith("__main__.py")]
     for title, entries, idx in (("our functions by cumulative time", ours, 3),
                                 ("all functions by own time", list(stats.items()), 2)):
         lines.append(f"-- {title} --")

@@ -30,7 +30,7 @@ class Node:
             t = want.get(a.name)
             if t is not None and a.type != t and not a.ref_attr_name:
                 raise LoadError(f"node {self.name!r}: attribute {a.name!r} is {_type_name(a.type)}, but "
-                                f"{self.op} takes {_type_name(t)} (the model is invalid)")
+                                f"{self.op} takes {_type_name(t)} (the model is invalid)", code="bad-model")
             try:
                 v = helper.get_attribute_value(a)
             except Exception as e:  # noqa: BLE001 - malformed attribute

@@ -11,7 +11,7 @@ whose every tensor is QuantisedAsymm8 (uint8, one scale and offset):
   absorbed into the tensor's quantization.
 - A float operator whose inputs are quantized (QDQ: between DequantizeLinear
   and QuantizeLinear nodes) is lowered by its quantized converter (REGISTRY.register_quantized,
-  in ops/qlinear.py) computing straight into the quantization of the
+  in ops/q*.py) computing straight into the quantization of the
   QuantizeLinear that follows it; data-movement operators (MOVES) keep the
   bytes and the quantization.
 - DequantizeLinear of a constant is folded; converters read the quantized
@@ -41,7 +41,7 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.quant import DEQUANTIZE_HINT, PER_CHANNEL_EXACT, requantize_weights
 
 MS_DOMAIN = "com.microsoft"
-# com.microsoft operators with converters (ops/qlinear.py); other operators of that domain are refused.
+# com.microsoft operators with converters (ops/q*.py); other operators of that domain are refused.
 MS_OPS = frozenset({"QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool", "QLinearConcat",
                     "QLinearAveragePool", "QGemm", "QLinearLeakyRelu", "QLinearSigmoid"})
 QUANT_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"}) | MS_OPS

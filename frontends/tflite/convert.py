@@ -421,7 +421,7 @@ class Ctx:
             except (IndexError, ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError) as e:
                 # a model whose tensors contradict each other (shapes, ranks, counts)
                 raise ConversionError(f"{op.op} (node {self.node(op)!r}): inconsistent model: "
-                                      f"{type(e).__name__}: {e}") from None
+                                      f"{type(e).__name__}: {e}", code="bad-model") from None
             for i in op.outputs:
                 if i not in self.ports and i not in self.folded and self.consumers.get(i):
                     raise ConversionError(f"{op.op} (node {self.node(op)!r}) left output "

@@ -3,3 +3,4 @@ Importing this package fills REGISTRY."""
 from ..registry import REGISTRY  # noqa: F401
 from . import (activation, conv, elementwise, logic, matrix, norm, qlinear, recurrent, reduce,  # noqa: F401
                resize, shape)
+from . import qconv, qelementwise, qmatrix, qpool  # noqa: F401 (the quantized families, qlinear.py)

@@ -12,7 +12,8 @@ def broadcast(sa, sb) -> tuple:
     try:
         return tuple(np.broadcast_shapes(tuple(sa), tuple(sb)))
     except ValueError:
-        raise Unsupported(f"shapes {tuple(sa)} and {tuple(sb)} do not broadcast") from None
+        raise Unsupported(f"shapes {tuple(sa)} and {tuple(sb)} do not broadcast (the model is invalid)",
+                          code="bad-model") from None
 
 
 def varying_axis(c: np.ndarray, rank: int):

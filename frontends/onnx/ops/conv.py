@@ -97,7 +97,7 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     if w.ndim != nd + 2:
         raise Unsupported(f"weights of rank {w.ndim} for a {nd}-D {kind}")
     if 0 in w.shape:  # the kernel size comes from the weights: an empty one is no convolution
-        raise Unsupported(f"empty weights {tuple(w.shape)} (the model is invalid)")
+        raise Unsupported(f"empty weights {tuple(w.shape)} (the model is invalid)", code="bad-model")
     if nd == 1:
         w = w.reshape(w.shape[0], w.shape[1], 1, w.shape[2])
     cin = x.info.shape[1]
@@ -377,7 +377,7 @@ def _pad_or_crop(ctx, x, before, after, name):
     return ctx.b.pad(x, pads, f"{name}_pad")
 
 
-# The geometry helpers the quantized operators (qlinear.py) share, under public names; the
+# The geometry helpers the quantized operators (qconv.py, qpool.py) share, under public names; the
 # converters here call them by the short ones.
 spatial_rank_check, to_4d, pair, pads, back = _spatial_rank_check, _to_4d, _pair, _pads, _back
 conv_operands, pool_geometry, kernel = _conv_operands, _pool_geometry, _kernel

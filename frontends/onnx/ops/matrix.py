@@ -28,7 +28,7 @@ def matmul_runtime(ctx, a: Port, b: Port, name: str) -> Port:
     sa, sb = a.info.shape, b.info.shape
     k = sa[-1]
     if sb[-2] != k:
-        raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ")
+        raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ (the model is invalid)", code="bad-model")
     batch = broadcast(sa[:-2], sb[:-2])
     if ctx.g.target.has(L.BatchMatMul) and a.info.dtype == b.info.dtype and \
             a.info.dtype in (DataType.Float32, DataType.Float16):
@@ -82,7 +82,7 @@ def matmul(ctx, a, b, name: str) -> Port:
         b = b.reshape(-1, 1) if isinstance(b, np.ndarray) else ctx.b.reshape(b, (sb[0], 1), f"{name}_b2d")
     sa, sb = ctx.lshape(a) if isinstance(a, Port) else a.shape, ctx.lshape(b) if isinstance(b, Port) else b.shape
     if sa[-1] != sb[-2]:
-        raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ")
+        raise Unsupported(f"MatMul of {sa} and {sb}: inner dimensions differ (the model is invalid)", code="bad-model")
     if isinstance(a, Port) and isinstance(b, Port):
         y = matmul_runtime(ctx, a, b, name)
     elif isinstance(a, Port):
@@ -152,7 +152,7 @@ def gemm(ctx, node):
     m, nn = ctx.lshape(a)[0], ctx.lshape(b)[1]
     if ctx.lshape(a)[1] != ctx.lshape(b)[0]:
         raise Unsupported(f"operands of shapes {ctx.lshape(a)} and {ctx.lshape(b)} (after transA/transB) "
-                          "do not multiply (the model is invalid)")
+                          "do not multiply (the model is invalid)", code="bad-model")
     c = ctx.val(node, 2)
     bias = None
     if isinstance(a, Port) and isinstance(b, np.ndarray):
@@ -176,4 +176,4 @@ def gemm(ctx, node):
 
 
 
-fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qlinear.py)
+fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qmatrix.py)

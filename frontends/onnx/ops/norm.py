@@ -33,7 +33,7 @@ def batch_norm(ctx, node):
     c = x.info.shape[1]
     if any(v.size != c for v in (scale, bias, mean, var)):
         raise Unsupported(f"scale/bias/mean/var have {[v.size for v in (scale, bias, mean, var)]} values "
-                          f"for {c} channels (the model is invalid)")
+                          f"for {c} channels (the model is invalid)", code="bad-model")
     eps = float(ctx.attr(node, "epsilon", 1e-5))
     denom = var + np.float64(np.float32(eps))
     bad = int(np.count_nonzero(~(denom > 0)))

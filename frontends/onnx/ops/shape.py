@@ -105,7 +105,8 @@ def concat(ctx, node):
     axis = norm_axes([ctx.attr(node, "axis", 0)], rank)[0]
     shapes = [ctx.lshape(v) for v in vals]
     if any(len(s) != rank or s[:axis] + s[axis + 1:] != shapes[0][:axis] + shapes[0][axis + 1:] for s in shapes):
-        raise Unsupported(f"inputs of shapes {shapes} cannot be concatenated on axis {axis} (the model is invalid)")
+        raise Unsupported(f"inputs of shapes {shapes} cannot be concatenated on axis {axis} (the model is invalid)",
+                          code="bad-model")
     boolean = any(isinstance(v, np.ndarray) and v.dtype == np.bool_ or isinstance(v, Port) and
                   (v.info.dtype == DataType.Boolean or v in ctx.bool_float) for v in vals)
     if boolean:  # CpuRef moves no Boolean tensors: concatenate the float 0/1 masks
@@ -153,7 +154,7 @@ def split(ctx, node):
 def _int_list(ctx, node, i) -> list[int]:
     v = ctx.const(node, i)
     if not np.issubdtype(v.dtype, np.integer):
-        raise Unsupported(f"input {i} is {v.dtype}, not an integer tensor (the model is invalid)")
+        raise Unsupported(f"input {i} is {v.dtype}, not an integer tensor (the model is invalid)", code="bad-model")
     return v.reshape(-1).tolist()
 
 
@@ -217,7 +218,7 @@ def pad(ctx, node):
     for a, (d, lo, hi) in enumerate(zip(shape, before, after)):
         if d + lo + hi < 0:
             raise Unsupported(f"pads {lo} and {hi} on axis {a} of size {d} leave {d + lo + hi} elements "
-                              "(the model is invalid)")
+                              "(the model is invalid)", code="bad-model")
     if any(v < 0 for v in before + after):
         x = ctx.b.slice(x, [max(-v, 0) for v in before], [d - max(-v, 0) for d, v in zip(shape, after)],
                         [1] * rank, f"{n}_crop")
