@@ -27,7 +27,7 @@ from layer_cases import F32, Case  # noqa: E402
 from reference_models import converted, params  # noqa: E402
 
 COMBOS = [("20.08", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")]
-RECURRENT = [p for p in params() if any(k in p.values[0] for k in ("/lstm_", "/gru_", "/rnn_"))]
+RECURRENT = [p for p in params() if any(k in p.values[0] for k in ("/lstm_", "/bilstm_", "/gru_", "/rnn_"))]
 
 
 def _convert_cli(path, out, *args) -> None:
@@ -43,7 +43,7 @@ def _counts(graph):
 
 
 def test_recurrent_models_found():
-    assert len(RECURRENT) == 10  # 8 ONNX (3 LSTM, 3 GRU, 2 RNN), 2 TFLite LSTMs
+    assert len(RECURRENT) == 12  # 8 ONNX (3 LSTM, 3 GRU, 2 RNN), 3 TFLite LSTMs (one bidirectional), 1 RNN
 
 
 @pytest.mark.parametrize("model_id, path, npz", RECURRENT)
@@ -59,7 +59,8 @@ def test_recurrent_reference_model(target, release, model_id, path, npz, armnn_r
         assert counts.get(L.Lstm, 0) + counts.get(L.UnidirectionalSequenceLstm, 0) > 0
         assert len(graph.layers) * 2 < seed  # well under half the unrolled form
         if target == "23.08" and "tflite" in model_id:  # no final cell state wanted: whole sequences
-            assert counts.get(L.UnidirectionalSequenceLstm) == 1 and L.Lstm not in counts
+            want = 2 if "/bilstm_" in model_id else 1  # (one per direction)
+            assert counts.get(L.UnidirectionalSequenceLstm) == want and L.Lstm not in counts
     else:
         assert L.Lstm not in counts and len(graph.layers) <= seed  # GRU and RNN stay unrolled
     check = verify(path, str(out), armnn_runtime=runner.path)

@@ -215,6 +215,11 @@ class Ctx:
             port = self.nb.linear(port, 1.0, 0.0, f"{self.name(op, k)}_requantize", quant=q)
             self.report.decomposition("requantize", "Activation Linear(a=1, b=0) with the new quantization")
         expected = t.shape or (1,)
+        if t.signature and len(t.signature) == len(port.info.shape) and any(d < 0 for d in t.signature) and all(
+                s < 0 or s == d for s, d in zip(t.signature, port.info.shape)):
+            # a dynamic dimension's stored size is a placeholder (a RESHAPE to [tf.shape(x)[0], -1]
+            # is stored [1, 1], signature [-1, -1]): the computed shape stands where it fits the static ones
+            expected = tuple(port.info.shape)
         if not self.overridden and tuple(port.info.shape) != tuple(expected):
             if int(np.prod(expected)) != port.info.num_elements:
                 raise ConversionError(f"{op.op} (node {self.node(op)!r}): Arm NN output shape "
