@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from armnn_import.context import ContractError, results
 from armnn_import.errors import ConversionError, GraphError, LoadError, Problem, UnsupportedModelError
 from armnn_import.registry import OpEntry
 from armnn_import.ir.graph import Graph, Port
@@ -179,9 +180,21 @@ class Ctx(Prescan, Edges):
         return self.m.tensors[op.outputs[0]].name if op.outputs else f"operator {op.index}"
 
     # -- results ---------------------------------------------------------------------------
-    def set(self, op, k: int, port: Port) -> None:
-        """Bind output k of `op` to `port`, requantizing when Arm NN's output
-        quantization differs from TFLite's."""
+    def _bind(self, op, out) -> None:
+        """Bind what the converter of `op` returned (armnn_import.context.results: a Port, an
+        np.ndarray for a constant computed at conversion time, or a sequence of them, None for
+        an output not made) to its output tensors."""
+        for k, v in enumerate(results(out)[:len(op.outputs)]):
+            if isinstance(v, Port):
+                self.ports[op.outputs[k]] = self._requantized(op, k, v)
+            elif isinstance(v, np.ndarray):
+                self.folded[op.outputs[k]] = v
+            elif v is not None:
+                raise ContractError(f"{op.op}'s converter returned a {type(v).__name__} for output {k}")
+
+    def _requantized(self, op, k: int, port: Port) -> Port:
+        """`port` as output k of `op`: requantized when Arm NN's output quantization differs
+        from TFLite's, reshaped to TFLite's shape where only the shape differs."""
         i = op.outputs[k]
         t = self.m.tensors[i]
         want = self.dtype_of(i)
@@ -199,11 +212,7 @@ class Ctx(Prescan, Edges):
                 raise ConversionError(f"{op.op} (node {self.node(op)!r}): Arm NN output shape "
                                       f"{port.info.shape} differs from TFLite's {t.shape}")
             port = self.nb.reshape(port, expected, f"{self.name(op, k)}_shape")
-        self.ports[i] = port
-
-    def fold(self, op, k: int, value) -> None:
-        """Record output k of `op` as a constant computed at conversion time."""
-        self.folded[op.outputs[k]] = np.asarray(value)
+        return port
 
     def fused(self, port: Port, code: int, name: str, quant=None) -> Port:
         """The fused activation of an op as its own layer (skipped when a
@@ -241,7 +250,7 @@ class Ctx(Prescan, Edges):
             entry = self.registry.lookup(op.op, op.version)
             before = len(self.g.layers)
             try:
-                entry.fn(self, op)
+                self._bind(op, entry.fn(self, op))
             except Unsupported as e:
                 problems.append(Problem(op.op, self.node(op), e.reason, e.hint, code=e.code))
                 poisoned.update(op.outputs)
