@@ -54,7 +54,7 @@ def space_to_depth(ctx, op):
         raise Unsupported(f"spatial size {h}x{w} does not divide by block {b}")
     if nb.target.has(LayerType.SpaceToDepth) and x.info.dtype != DataType.Signed32:  # SpaceToDepth.cpp: channel (i*b + j)*c + k, LiteRT's
         return nb.space_to_depth(x, b, name, DataLayout.NHWC)
-    y = s2b(nb, x, (b, b), (0, 0, 0, 0), f"{name}s2b")
+    y = s2b(nb, x, (b, b), (0, 0, 0, 0), f"{name}_s2b")
     y = nb.reshape(y, (b * b, n, (h // b) * (w // b), c), f"{name}_blocks")
     y = nb.permute(y, (1, 2, 0, 3), f"{name}_to_depth")
     return nb.reshape(y, (n, h // b, w // b, b * b * c), name)
