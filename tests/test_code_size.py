@@ -24,9 +24,6 @@ LONG_FILES = {
     "armnn_import/ir/descriptors.py": "in flight: perf work (ir)",
     "armnn_import/ir/shapes.py": "in flight: perf work (ir)",
     "frontends/onnx/convert.py": "in flight: perf work (the ONNX loader)",
-    "frontends/tflite/convert.py": "in flight: perf work, and its per-op tables move to the registry (contract)",
-    "frontends/tflite/ops/shape.py": "in flight: the split moves registration lines the converter contract edits",
-    "frontends/tflite/ops/conv.py": "in flight: the split moves registration lines the converter contract edits",
 }
 #: functions over MAX_FUNCTION_LINES ("path::name"), and why they are left so
 LONG_FUNCTIONS = {

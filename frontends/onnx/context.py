@@ -32,10 +32,6 @@ class LoweringContext:
         """The Arm NN format written (armnn_import.target.Target)."""
         return self.g.target
 
-    def fold(self, node, k: int, value) -> None:
-        """Output k of `node` is the constant `value`, computed at conversion time."""
-        self.values[node.outputs[k]] = np.asarray(value)
-
     def has(self, node, i) -> bool:
         return i < len(node.inputs) and node.inputs[i] != ""
 

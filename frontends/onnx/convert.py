@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from armnn_import.context import results
 from armnn_import.errors import (ArmnnImportError, ConversionError, GraphError, LoadError, Problem,
                                  UnsupportedModelError, printable)
 from armnn_import.ir.descriptors import ReshapeDescriptor
@@ -551,7 +552,7 @@ class Converter(LoweringContext):
                 raise Unsupported(*((r,) if isinstance(r, str) else r))  # (reason, hint[, code])
         first = len(self.g.layers)
         out = entry.fn(self, node)
-        outs = [out] if isinstance(out, (Port, np.ndarray)) else list(out)
+        outs = results(out)  # the contract's return rule (armnn_import.context)
         if len(outs) < len([o for o in node.outputs if o]):
             raise Unsupported("only the first output is supported")
         scalar_in = [self.values[i] in self.scalars for i in ins if isinstance(self.values[i], Port)]

@@ -1,5 +1,6 @@
-"""TFLite -> IR: pre-scan, tensors and their types, quantization decisions,
-operator dispatch through the registry (armnn_import_frontends.tflite.ops)."""
+"""TFLite -> IR: the conversion state (tensors and their types, constants, quantization),
+operator dispatch through the registry (armnn_import_frontends.tflite.ops) and the binding of
+what each converter returns. The pre-scan is prescan.py, the model's inputs and outputs edges.py."""
 from __future__ import annotations
 
 import os
@@ -7,30 +8,24 @@ from collections import defaultdict
 
 import numpy as np
 
-from armnn_import.errors import (ConversionError, GraphError, LoadError, Problem,
-                                 UnsupportedModelError)
-from armnn_import.registry import OpEntry, Refusal
+from armnn_import.context import ContractError, results
+from armnn_import.errors import ConversionError, GraphError, LoadError, Problem, UnsupportedModelError
+from armnn_import.registry import OpEntry
 from armnn_import.ir.graph import Graph, Port
-from armnn_import.ir.types import DataType, LayerType, TensorInfo
+from armnn_import.ir.types import DataType
 from armnn_import.lowering import NetBuilder, Unsupported
 
 from . import quant as Q
+from .edges import Edges
 from .model import TFModel, Tensor, load, read_model_file
-from .types import BOOL, FLOAT16, FLOAT32, INT8, INT16, INT32, INT64, UINT8  # noqa: F401
+from .prescan import Prescan
+from .types import BOOL, FLOAT32, INT8, INT16, INT32, UINT8
 
 _NO_FACTS = OpEntry("", 1, None, None, ())  # an operator with no entry: the default facts
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
 # The per-operator facts (required inputs, foldable, multi-output, type rule, state inputs) and
 # the refused operators with their reasons are on the registry (armnn_import.registry), set
 # where each operator is registered (ops/*.py).
-# Integer options and their valid ranges (None: unbounded). A file can hold any int32 there,
-# and Arm NN's descriptor fields are unsigned; values that fit but make no sense for the
-# tensors at hand (a stride past the output, a dilation past the input) are checked by the
-# converters.
-OPTION_RANGES = {"stride_h": (1, None), "stride_w": (1, None), "dilation_h_factor": (1, None),
-                 "dilation_w_factor": (1, None), "filter_height": (1, None), "filter_width": (1, None),
-                 "block_size": (1, None), "radius": (0, None), "num_splits": (1, None), "padding": (0, 1),
-                 "mode": (0, 1)}
 
 
 def convert(source, options, report) -> Graph:
@@ -48,22 +43,7 @@ def convert(source, options, report) -> Graph:
     return ctx.g
 
 
-def _option_problem(op):
-    """Why an option value is out of range, or None."""
-    for key, value in op.options.items():
-        if isinstance(value, float) and not np.isfinite(value):
-            return f"option {key} is {value}"
-        bounds = OPTION_RANGES.get(key)
-        if bounds is None or not isinstance(value, int):
-            continue
-        lo, hi = bounds
-        if value < lo or (hi is not None and value > hi):
-            return f"option {key} = {value} is out of range" + (f" [{lo}, {hi}]" if hi is not None
-                                                                    else f" (at least {lo})")
-    return None
-
-
-class Ctx:
+class Ctx(Prescan, Edges):
     """Conversion state: the model, the graph under construction, and the
     Port (runtime tensor) or constant behind every TFLite tensor."""
 
@@ -200,9 +180,21 @@ class Ctx:
         return self.m.tensors[op.outputs[0]].name if op.outputs else f"operator {op.index}"
 
     # -- results ---------------------------------------------------------------------------
-    def set(self, op, k: int, port: Port) -> None:
-        """Bind output k of `op` to `port`, requantizing when Arm NN's output
-        quantization differs from TFLite's."""
+    def _bind(self, op, out) -> None:
+        """Bind what the converter of `op` returned (armnn_import.context.results: a Port, an
+        np.ndarray for a constant computed at conversion time, or a sequence of them, None for
+        an output not made) to its output tensors."""
+        for k, v in enumerate(results(out)[:len(op.outputs)]):
+            if isinstance(v, Port):
+                self.ports[op.outputs[k]] = self._requantized(op, k, v)
+            elif isinstance(v, np.ndarray):
+                self.folded[op.outputs[k]] = v
+            elif v is not None:
+                raise ContractError(f"{op.op}'s converter returned a {type(v).__name__} for output {k}")
+
+    def _requantized(self, op, k: int, port: Port) -> Port:
+        """`port` as output k of `op`: requantized when Arm NN's output quantization differs
+        from TFLite's, reshaped to TFLite's shape where only the shape differs."""
         i = op.outputs[k]
         t = self.m.tensors[i]
         want = self.dtype_of(i)
@@ -225,11 +217,7 @@ class Ctx:
                 raise ConversionError(f"{op.op} (node {self.node(op)!r}): Arm NN output shape "
                                       f"{port.info.shape} differs from TFLite's {t.shape}")
             port = self.nb.reshape(port, expected, f"{self.name(op, k)}_shape")
-        self.ports[i] = port
-
-    def fold(self, op, k: int, value) -> None:
-        """Record output k of `op` as a constant computed at conversion time."""
-        self.folded[op.outputs[k]] = np.asarray(value)
+        return port
 
     def fused(self, port: Port, code: int, name: str, quant=None) -> Port:
         """The fused activation of an op as its own layer (skipped when a
@@ -253,155 +241,6 @@ class Ctx:
                 return port
         return self.nb.clamp(port, bounds[0], bounds[1], f"{name}_{act.lower()}", quant=quant)
 
-    # -- pre-scan --------------------------------------------------------------------------
-    def prescan(self) -> None:
-        """Find every operator the conversion would refuse, and report them all at once."""
-        self._edges()
-        problems = []
-        if self.m.num_subgraphs > 1:
-            self.report.warn(f"the model has {self.m.num_subgraphs} subgraphs; only the main one "
-                             "is converted (operators that call others are refused)")
-        for i in self.m.inputs:
-            reason = self._io_reason(i)
-            if reason:
-                problems.append(Problem("input", self.t(i).name, reason, code="unsupported-type"))
-        for op in self.m.operators:
-            if op.index in self.skip:
-                continue
-            r = self._check(op)
-            if r:
-                reason, hint, code = _refusal(r)
-                problems.append(Problem(op.op, self.node(op), reason, hint, code=code))
-        if problems:
-            raise UnsupportedModelError(problems)
-
-    def _io_reason(self, i):
-        t = self.t(i)
-        if i in self.input_alias:
-            return None
-        if self.dtype_of(i) is None:
-            return self._type_reason(t)
-        return None
-
-    def _type_reason(self, t: Tensor):
-        if t.type in (UINT8, INT8) and t.quant is None:
-            return f"8-bit tensor {t.name!r} has no quantization parameters"
-        if t.type in (UINT8, INT8) and not t.quant.per_tensor:
-            return f"tensor {t.name!r} is quantized per channel; Arm NN tensors have one scale"
-        if t.type == INT16:
-            return f"16-bit quantized tensor {t.name!r}: Arm NN's format has only 8-bit quantization"
-        if t.type == FLOAT16:
-            return f"float16 activations ({t.name!r}) would need Float16 and Float32 in one network"
-        return f"tensor {t.name!r} has type {t.type_name}, which Arm NN's format cannot hold"
-
-    def _check(self, op):
-        if op.op == "CUSTOM":
-            return Refusal(f"custom operator {op.custom_code!r} has no Arm NN equivalent", code="unsupported-op")
-        entry = self.registry.lookup(op.op, op.version)
-        if entry is None:
-            versions = [e for e in self.registry.entries() if e.op == op.op]
-            if versions:
-                return Refusal(f"operator version {op.version} is not supported "
-                               f"(known: {', '.join(e.version_range for e in versions)})", code="unsupported-op")
-            return self.registry.refusal(op.op) or Refusal("no exact lowering onto Arm NN's 32 layer types",
-                                                           code="unsupported-op")
-        if entry.target_problem(self.nb.g.target):
-            return entry.target_problem(self.nb.g.target)
-        r = self._structure_problem(op, entry)
-        if r:
-            return Refusal(r, code="bad-model")
-        for i in op.inputs + op.outputs:
-            if i < 0:
-                continue
-            t = self.t(i)
-            if t.sparse:
-                return Refusal(f"tensor {t.name!r} is sparse but holds no constant data (only constants are "
-                               "densified)", code="unsupported-type")
-            if t.is_variable and i not in [op.inputs[k] for k in entry.state_inputs if k < len(op.inputs)]:
-                return f"tensor {t.name!r} is a variable (stateful models are not supported)"
-            if not self.is_const(i) and self.dtype_of(i) is None:
-                return Refusal(self._type_reason(t), code="unsupported-type")
-        r = _option_problem(op)
-        if r:
-            return Refusal(r, code="bad-attribute")
-        r = self._type_problem(op, entry)
-        if r:
-            return Refusal(r, code="unsupported-type")
-        if entry.check is not None:
-            try:
-                return entry.check(op, self)
-            except Unsupported as e:
-                return Refusal(e.reason, e.hint, e.code)
-            except (IndexError, ValueError, KeyError, TypeError) as e:
-                return Refusal(f"inconsistent operator: {type(e).__name__}: {e}", code="bad-model")
-        return None
-
-    def _structure_problem(self, op, entry):
-        """Why the operator's inputs and outputs make no sense (the model is invalid), or None."""
-        need = entry.inputs
-        if len(op.inputs) < need or any(i < 0 for i in op.inputs[:need]):
-            return f"needs {need} input tensors, has {sum(i >= 0 for i in op.inputs[:need])}"
-        if not op.outputs:
-            return "has no output tensor"
-        if len(op.outputs) > 1 and not entry.multi_output:
-            return f"has {len(op.outputs)} output tensors, not 1"
-        for o in op.outputs:
-            t = self.t(o)
-            if t.data is not None:
-                return f"writes to the constant tensor {t.name!r}"
-            if self.producer[o] != op.index or op.outputs.count(o) > 1:
-                return f"tensor {t.name!r} is written by more than one operator output"
-            if o in self.m.inputs:
-                return f"writes to the model input {t.name!r}"
-        return None
-
-    def _type_problem(self, op, entry):
-        """Arm NN layers take one data type and give it back (comparisons give Boolean):
-        runtime data inputs of different types, or an output of another type, cannot be
-        built (only QUANTIZE and friends change types, and they have their own rules)."""
-        if entry.types == "free":
-            return None
-        every = entry.types in ("all", "compare")
-        ins = op.inputs if every else op.inputs[entry.data_input:entry.data_input + 1]
-        types = {self.dtype_of(i) for i in ins if i >= 0 and not self.is_const(i)}
-        if len(types) > 1:
-            return "inputs mix data types " + ", ".join(sorted(t.name for t in types))
-        if not types:
-            return None
-        want = DataType.Boolean if entry.types == "compare" else types.pop()
-        for o in op.outputs:
-            if o not in self.static and self.dtype_of(o) != want:
-                return (f"output {self.t(o).name!r} is {self.dtype_of(o).name} for "
-                        f"{'inputs' if every else 'an input'} of type {want.name}"
-                        if entry.types != "compare" else
-                        f"output {self.t(o).name!r} is {self.dtype_of(o).name}, not Boolean")
-        return None
-
-    def _edges(self) -> None:
-        """Float inputs that only feed QUANTIZE ops become quantized inputs, and
-        outputs made by DEQUANTIZE become the quantized tensors: Arm NN's
-        format has no Quantize or Dequantize layer. (From the 20.08 format on the network keeps
-        the model's float interface, with Quantize and Dequantize layers: ops/quantize.py.)"""
-        if self.dequantize or self.nb.g.target.has(LayerType.Quantize):
-            return
-        ops = self.m.operators
-        for i in self.m.inputs:
-            users = self.consumers.get(i, [])
-            if self.t(i).type != FLOAT32 or not users or any(ops[u].op != "QUANTIZE" for u in users):
-                continue
-            outs = [ops[u].outputs[0] for u in users]
-            if all(self.is_quant(o) for o in outs) and len({self.qparams(o) for o in outs}) == 1:
-                self.skip.update(users)
-                self.input_alias[i] = outs
-        for o in self.m.outputs:
-            p = self.producer.get(o)
-            if p is None or ops[p].op != "DEQUANTIZE" or self.consumers.get(o):
-                continue
-            src = ops[p].inputs[0]
-            if src >= 0 and self.is_quant(src) and not self.is_const(src):
-                self.skip.add(p)
-                self.out_source[o] = src
-
     # -- build -----------------------------------------------------------------------------
     def build(self) -> None:
         with self.report.phase("inputs"):
@@ -416,7 +255,7 @@ class Ctx:
             entry = self.registry.lookup(op.op, op.version)
             before = len(self.g.layers)
             try:
-                entry.fn(self, op)
+                self._bind(op, entry.fn(self, op))
             except Unsupported as e:
                 problems.append(Problem(op.op, self.node(op), e.reason, e.hint, code=e.code))
                 poisoned.update(op.outputs)
@@ -438,96 +277,3 @@ class Ctx:
         self._outputs()
         self._keep_int8()
 
-    def _keep_int8(self) -> None:
-        """From the 20.08 format on, the model's int8 tensors become QAsymmS8 (lowering/int8.py)."""
-        from armnn_import.lowering.int8 import keep_int8
-        seeds = {port: self.t(i).type == INT8 for i, port in self.ports.items()
-                 if self.is_quant(i) and port.info.dtype == DataType.QuantisedAsymm8}
-        keep_int8(self.g, seeds, self.report)
-
-    def _input_shape(self, t: Tensor) -> tuple[int, ...]:
-        given = (self.opts.input_shapes or {}).get(t.name)
-        if given is not None:
-            given = tuple(int(d) for d in given)
-            if len(given) != len(t.shape) or any(d <= 0 for d in given) or any(
-                    s not in (-1, d) for s, d in zip(t.signature or t.shape, given)):
-                raise ConversionError(f"input {t.name!r}: shape {list(given)} does not fit the model's "
-                                      f"{list(t.signature or t.shape)}")
-            if given != t.shape:
-                self.overridden = True
-            return given
-        if t.signature and any(d < 0 for d in t.signature):
-            self.report.warn(f"input {t.name!r} has dynamic dimensions {list(t.signature)}; using "
-                             f"{list(t.shape)} (set --input-shape to choose)")
-        if any(d == 0 for d in t.shape):
-            raise ConversionError(f"input {t.name!r} has an empty dimension {list(t.shape)}")
-        return t.shape or (1,)
-
-    def _add_input(self, name: str, info: TensorInfo) -> Port:
-        # in the model's NHWC: --layout nchw is the core's (the plugin's io_layout, passes/io_layout.py)
-        return self.g.add_input(name, info)
-
-    def _inputs(self) -> None:
-        for i in self.m.inputs:
-            t = self.t(i)
-            shape = self._input_shape(t)
-            if i in self.input_alias:
-                q_out = self.input_alias[i][0]
-                scale, offset = self.qparams(q_out)
-                port = self._add_input(t.name, TensorInfo(shape, DataType.QuantisedAsymm8, scale, offset))
-                for o in self.input_alias[i]:
-                    self.ports[o] = port
-                self.report.quantization.append({
-                    "tensor": t.name, "decision": "float32 model input replaced by the quantized tensor "
-                    "its QUANTIZE op made: feed uint8 values", "scale": scale, "offset": offset})
-                continue
-            dtype = self.dtype_of(i)
-            q = self.qparams(i) if self.is_quant(i) else (1.0, 0)
-            self.ports[i] = self._add_input(t.name, TensorInfo(shape, dtype, *q))
-            self._note_io(i, "input")
-
-    def _note_io(self, i: int, kind: str) -> None:
-        t = self.t(i)
-        if t.type == INT8 and self.is_quant(i):
-            scale, offset = self.qparams(i)
-            self.report.quantization.append({
-                "tensor": t.name, "decision": f"int8 model {kind} becomes uint8 (value + 128)",
-                "scale": scale, "offset": offset})
-        elif t.type in (INT8, UINT8) and self.dequantize:
-            self.report.quantization.append({
-                "tensor": t.name, "decision": f"quantized model {kind} becomes float32 (--dequantize)"})
-
-    def _outputs(self) -> None:
-        for o in self.m.outputs:
-            t = self.t(o)
-            src = self.out_source.get(o, o)
-            if src not in self.ports:
-                if src in self.folded and np.size(self.folded[src]) == 0:
-                    raise UnsupportedModelError([Problem(
-                        "output", t.name, f"the output is empty (shape {list(np.shape(self.folded[src]))}, "
-                        "as TFLite computes it); Arm NN tensors have no zero-size dimension", code="inexpressible")])
-                if self.is_const(src):
-                    raise UnsupportedModelError([Problem("output", t.name, "the output is a constant; "
-                                                         "Arm NN networks compute every output",
-                                                         code="inexpressible")])
-                raise ConversionError(f"output {t.name!r} is not computed by any operator")
-            port = self.ports[src]
-            if port.layer.type == LayerType.Input:  # Arm NN wants a layer between Input and Output
-                port = self.nb.linear(port, 1.0, 0.0, f"{t.name}_identity")
-            self.g.add_output(t.name, port)
-            if src != o:
-                scale, offset = self.qparams(src)
-                self.report.quantization.append({
-                    "tensor": t.name, "decision": "float32 model output left quantized (its DEQUANTIZE "
-                    "op is dropped): read uint8 values", "scale": scale, "offset": offset})
-                if self.t(src).type == INT8:
-                    self.report.quantization[-1]["decision"] += " (int8 + 128)"
-            else:
-                self._note_io(o, "output")
-
-
-def _refusal(r) -> Refusal:
-    """A check's answer (a reason, (reason, hint) or a Refusal) as a Refusal."""
-    if isinstance(r, Refusal):
-        return r
-    return Refusal(r) if isinstance(r, str) else Refusal(*r)

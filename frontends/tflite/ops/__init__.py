@@ -20,6 +20,8 @@ REGISTRY.refuse("SELECT", "SELECT_V2", reason="no select layer")
 REGISTRY.refuse("ROUND", reason="rounds half to even; Floor(x + 0.5) would round halves up")
 
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
-from . import attention  # noqa: E402,F401  (GATHER at run time, BATCH_MATMUL, CAST, ARG_MAX)
+from . import gather, pad, space  # noqa: E402,F401  (split from shape.py)
+from . import fully_connected, pool  # noqa: E402,F401  (split from conv.py)
+from . import attention  # noqa: E402,F401  (BATCH_MATMUL, ARG_MAX/ARG_MIN)
 from . import conv3d  # noqa: E402,F401  (CONV_3D, the 23.08 target)
 from . import logical  # noqa: E402,F401  (23.08: LOGICAL_AND/OR/NOT, REVERSE_V2)

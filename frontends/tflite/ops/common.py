@@ -47,3 +47,24 @@ def quant_constant(ctx, like, values, quant, name):
     y = nb.fully_connected(one, w, bias, name, quant=(scale, offset))
     ctx.report.decomposition("quantized constant", "FullyConnected with zero weights and the values as bias")
     return nb.reshape(y, values.shape or (1,), f"{name}_shape")
+
+
+def all_const(ctx, op, inputs=None) -> bool:
+    """Whether every present input of `op` (or `inputs`) is a constant."""
+    ins = [i for i in (op.inputs if inputs is None else inputs) if i >= 0]
+    return all(ctx.is_const(i) for i in ins)
+
+
+def raw_value(ctx, i):
+    """A constant's values, folded or from the file: ints stay ints, quantized data is dequantized."""
+    if i in ctx.folded:
+        return ctx.folded[i]
+    t = ctx.t(i)
+    return ctx.const(i) if t.quant is not None or t.data.dtype.kind == "f" else t.data
+
+
+def axis_index(a: int, rank: int) -> int:
+    """Axis `a` (negative from the end) of a rank-`rank` tensor, in [0, rank)."""
+    if not -rank <= a < rank:
+        raise Unsupported(f"axis {a} out of range for rank {rank}")
+    return a % rank

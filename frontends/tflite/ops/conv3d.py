@@ -7,7 +7,8 @@ from armnn_import.ir.types import DataLayout
 from armnn_import.lowering import Unsupported
 
 from . import REGISTRY
-from .conv import const_weights as _const_weights, pads_1d
+from .conv import pads_1d
+from .weights import const_weights as _const_weights
 
 FLOAT32 = 0
 
@@ -40,4 +41,4 @@ def conv_3d(ctx, op):
     pads = [pads_1d(o["padding"], size, k, s, d) for size, k, s, d in zip(x.info.shape[1:4], w.shape[:3], strides, dil)]
     y = ctx.b.conv3d(x, w.transpose(4, 3, 0, 1, 2), bias, name, strides=strides, dilations=dil,
                       pads=tuple(p[0] for p in pads) + tuple(p[1] for p in pads), layout=DataLayout.NDHWC)
-    ctx.set(op, 0, ctx.fused(y, o["fused_activation_function"], name, ctx.out_quant(op)))
+    return ctx.fused(y, o["fused_activation_function"], name, ctx.out_quant(op))

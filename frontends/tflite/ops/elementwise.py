@@ -71,10 +71,11 @@ def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None):
 
 
 def fold_binary(ctx, op, fn, a, b):
-    """Output 0 of op as fn of two constants, refused before a broadcast gets too large."""
+    """Output 0 of op as fn of two constants (returned: it is folded), refused before a
+    broadcast gets too large."""
     x, y = ctx.const(a), ctx.const(b)
     _fold_size(np.broadcast_shapes(x.shape, y.shape), op.op)
-    ctx.fold(op, 0, fn(x, y))
+    return fn(x, y)
 
 
 def binary_op(ctx, op, ltype, swap=False):
@@ -84,8 +85,7 @@ def binary_op(ctx, op, ltype, swap=False):
     name, q, nb = ctx.name(op), ctx.out_quant(op), ctx.b
     ca, cb = ctx.is_const(a), ctx.is_const(b)
     if ca and cb:
-        fold_binary(ctx, op, NUMPY[ltype], a, b)
-        return
+        return fold_binary(ctx, op, NUMPY[ltype], a, b)
     if not (ca or cb):
         y = nb.binary(ltype, ctx.port(a), ctx.port(b), name, quant=q)
     else:
@@ -97,7 +97,7 @@ def binary_op(ctx, op, ltype, swap=False):
             y = _quant_const(ctx, ltype, x, c, name, ca, q, cq)
         else:
             y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
-    ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), name, q))
+    return ctx.fused(y, op.options.get("fused_activation_function", 0), name, q)
 
 
 def _check_binary(op, ctx):
@@ -144,13 +144,12 @@ def compare_op(ctx, op, kind):
     a, b = op.inputs[:2]
     name = ctx.name(op)
     if ctx.is_const(a) and ctx.is_const(b):
-        fold_binary(ctx, op, {"ge": np.greater_equal, "le": np.less_equal, "ne": np.not_equal}[kind], a, b)
-        return
+        return fold_binary(ctx, op, {"ge": np.greater_equal, "le": np.less_equal, "ne": np.not_equal}[kind], a, b)
     pa = None if ctx.is_const(a) else ctx.port(a)
     pb = None if ctx.is_const(b) else ctx.port(b)
     pa = pa if pa is not None else _compare_const(ctx, pb, ctx.const(a), f"{name}_a")
     pb = pb if pb is not None else _compare_const(ctx, pa, ctx.const(b), f"{name}_b")
-    ctx.set(op, 0, COMPARE[kind](ctx.b, pa, pb, name))
+    return COMPARE[kind](ctx.b, pa, pb, name)
 
 
 # versions past 1 add int8 and int16 operands, whose tensors the type checks accept or refuse
@@ -174,15 +173,14 @@ def squared_difference(ctx, op):
     a, b = op.inputs[:2]
     name, nb = ctx.name(op), ctx.b
     if ctx.is_const(a) and ctx.is_const(b):
-        fold_binary(ctx, op, lambda x, y: np.square(x - y), a, b)
-        return
+        return fold_binary(ctx, op, lambda x, y: np.square(x - y), a, b)
     if ctx.is_const(a) or ctx.is_const(b):
         x, c = (ctx.port(b), ctx.const(a)) if ctx.is_const(a) else (ctx.port(a), ctx.const(b))
         d = nb.binary_const(L.Subtraction, x, c, f"{name}_diff", const_first=ctx.is_const(a),
                             channel_axis=x.info.rank - 1)
     else:
         d = nb.binary(L.Subtraction, ctx.port(a), ctx.port(b), f"{name}_diff")
-    ctx.set(op, 0, nb.activation(d, AF.Square, name))
+    return nb.activation(d, AF.Square, name)
 
 
 @REGISTRY.register("FLOOR_DIV", since=1, until=3, inputs=2, types="all",
@@ -192,8 +190,7 @@ def squared_difference(ctx, op):
 def floor_div(ctx, op):
     a, b = op.inputs[:2]
     if ctx.is_const(a) and ctx.is_const(b):
-        fold_binary(ctx, op, lambda x, y: np.floor(x / y), a, b)
-        return
+        return fold_binary(ctx, op, lambda x, y: np.floor(x / y), a, b)
     name = ctx.name(op)
     if ctx.is_const(b):
         q = ctx.b.binary_const(L.Division, ctx.port(a), ctx.const(b), f"{name}_div")
@@ -201,7 +198,7 @@ def floor_div(ctx, op):
         q = ctx.b.binary_const(L.Division, ctx.port(b), ctx.const(a), f"{name}_div", const_first=True)
     else:
         q = ctx.b.binary(L.Division, ctx.port(a), ctx.port(b), f"{name}_div")
-    ctx.set(op, 0, ctx.b.add(L.Floor, name, [q]))
+    return ctx.b.add(L.Floor, name, [q])
 
 
 @REGISTRY.register("ADD_N", since=1, until=1, types="all", layers=("Addition",))
@@ -211,21 +208,21 @@ def add_n(ctx, op):
         name = ctx.name(op) if k == len(op.inputs) - 1 else f"{ctx.name(op)}_{k}"
         y = ctx.b.binary_const(L.Addition, y, ctx.const(i), name) if ctx.is_const(i) else \
             ctx.b.binary(L.Addition, y, ctx.port(i), name)
-    ctx.set(op, 0, y)
+    return y
 
 
 # -- unary -------------------------------------------------------------------------------------
 def _activation(fn, a=0.0, b=0.0):
     def convert(ctx, op):
         x = ctx.port(op.inputs[0])
-        ctx.set(op, 0, ctx.b.activation(x, fn, ctx.name(op), a, b, quant=ctx.out_quant(op)))
+        return ctx.b.activation(x, fn, ctx.name(op), a, b, quant=ctx.out_quant(op))
     return convert
 
 
 def _clamp(lo, hi):
     def convert(ctx, op):
         x = ctx.port(op.inputs[0])
-        ctx.set(op, 0, ctx.b.clamp(x, lo, hi, ctx.name(op), quant=ctx.out_quant(op)))
+        return ctx.b.clamp(x, lo, hi, ctx.name(op), quant=ctx.out_quant(op))
     return convert
 
 
@@ -241,12 +238,12 @@ for _op, _lo, _hi, _until in (("RELU", 0.0, np.inf, 3), ("RELU6", 0.0, 6.0, 3), 
 @REGISTRY.register("NEG", since=1, until=2, layers=("Activation",), notes="Linear(a=-1)")
 def neg(ctx, op):
     x = ctx.port(op.inputs[0])
-    ctx.set(op, 0, ctx.b.linear(x, -1.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
+    return ctx.b.linear(x, -1.0, 0.0, ctx.name(op), quant=ctx.out_quant(op))
 
 
 @REGISTRY.register("FLOOR", since=1, until=1, check=_float_only, layers=("Floor",))
 def floor(ctx, op):
-    ctx.set(op, 0, ctx.b.add(L.Floor, ctx.name(op), [ctx.port(op.inputs[0])]))
+    return ctx.b.add(L.Floor, ctx.name(op), [ctx.port(op.inputs[0])])
 
 
 @REGISTRY.register("CEIL", since=1, until=1, check=_float_only,
@@ -255,29 +252,27 @@ def floor(ctx, op):
 def ceil(ctx, op):
     nb, name = ctx.b, ctx.name(op)
     if nb.g.target.has(UnaryOperation.Ceil):  # one exact layer
-        ctx.set(op, 0, nb.unary(ctx.port(op.inputs[0]), UnaryOperation.Ceil, name))
-        return
+        return nb.unary(ctx.port(op.inputs[0]), UnaryOperation.Ceil, name)
     y = nb.add(L.Floor, f"{name}_floor", [nb.linear(ctx.port(op.inputs[0]), -1.0, 0.0, f"{name}_negate")])
-    ctx.set(op, 0, nb.linear(y, -1.0, 0.0, name))
+    return nb.linear(y, -1.0, 0.0, name)
 
 
 @REGISTRY.register("ZEROS_LIKE", since=1, until=1, layers=("Activation",), notes="Linear(a=0, b=0)")
 def zeros_like(ctx, op):
     if ctx.t(op.outputs[0]).type not in (T.FLOAT32, T.UINT8, T.INT8):
         raise Unsupported("integer zeros (Arm NN computes activations in float)")
-    ctx.set(op, 0, ctx.b.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op)))
+    return ctx.b.linear(ctx.port(op.inputs[0]), 0.0, 0.0, ctx.name(op), quant=ctx.out_quant(op))
 
 
 @REGISTRY.register("RSQRT", since=1, until=3, layers=("Rsqrt",))
 def rsqrt(ctx, op):
-    ctx.set(op, 0, ctx.b.add(L.Rsqrt, ctx.name(op), [ctx.port(op.inputs[0])], quant=ctx.out_quant(op)))
+    return ctx.b.add(L.Rsqrt, ctx.name(op), [ctx.port(op.inputs[0])], quant=ctx.out_quant(op))
 
 
 @REGISTRY.register("LEAKY_RELU", since=1, until=2, layers=("Activation",))
 def leaky_relu(ctx, op):
     x = ctx.port(op.inputs[0])
-    ctx.set(op, 0, ctx.b.activation(x, AF.LeakyReLu, ctx.name(op), float(op.options["alpha"]),
-                                      quant=ctx.out_quant(op)))
+    return ctx.b.activation(x, AF.LeakyReLu, ctx.name(op), float(op.options["alpha"]), quant=ctx.out_quant(op))
 
 
 @REGISTRY.register("HARD_SWISH", since=1, until=1, layers=("Activation", "Multiplication"),
@@ -286,13 +281,12 @@ def hard_swish(ctx, op):
     nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
     if nb.g.target.has(AF.HardSwish):  # TFLite's own formula, one layer and (quantized) one rounding
-        ctx.set(op, 0, nb.activation(x, AF.HardSwish, name, quant=q))
-        return
+        return nb.activation(x, AF.HardSwish, name, quant=q)
     if q is None:
         h = nb.clamp(nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_scale"), 0.0, 1.0, f"{name}_gate")
     else:  # a [0, 1] output quantization saturates exactly where the clamp would
         h = nb.linear(x, 1.0 / 6.0, 0.5, f"{name}_gate", quant=(1.0 / 255.0, 0))
-    ctx.set(op, 0, nb.binary(L.Multiplication, x, h, name, quant=q))
+    return nb.binary(L.Multiplication, x, h, name, quant=q)
 
 
 @REGISTRY.register("PRELU", since=1, until=1, inputs=2, types="all",
@@ -307,8 +301,7 @@ def prelu(ctx, op):
         flat = alpha.reshape(-1)
         if flat.size and np.all(flat == flat[0]) and \
                 np.broadcast_shapes(alpha.shape, x.info.shape) == x.info.shape:
-            ctx.set(op, 0, nb.activation(x, AF.LeakyReLu, name, float(flat[0]), quant=q))
-            return
+            return nb.activation(x, AF.LeakyReLu, name, float(flat[0]), quant=q)
     pos = nb.clamp(x, 0.0, np.inf, f"{name}_pos")
     negp = nb.clamp(x, -np.inf, 0.0, f"{name}_neg")
     if not ctx.is_const(ai):
@@ -325,7 +318,7 @@ def prelu(ctx, op):
         scaled = nb.batchnorm(negp, per, np.zeros_like(per), x.info.rank - 1, f"{name}_scaled", quant=mid)
     else:
         scaled = nb.binary_const(L.Multiplication, negp, alpha, f"{name}_scaled", channel_axis=x.info.rank - 1)
-    ctx.set(op, 0, nb.binary(L.Addition, pos, scaled, name, quant=q))
+    return nb.binary(L.Addition, pos, scaled, name, quant=q)
 
 
 def exp_port(nb, x, name):
@@ -340,7 +333,7 @@ def exp_port(nb, x, name):
                    notes="sigmoid(x) / sigmoid(-x)")
 def exp(ctx, op):
     ctx.report.decomposition("EXP", "sigmoid(x) / sigmoid(-x)")
-    ctx.set(op, 0, exp_port(ctx.b, ctx.port(op.inputs[0]), ctx.name(op)))
+    return exp_port(ctx.b, ctx.port(op.inputs[0]), ctx.name(op))
 
 
 @REGISTRY.register("ELU", since=1, until=1, check=_float_only,
@@ -355,11 +348,10 @@ def elu(ctx, op):
     s = nb.activation(nb.linear(m, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig")
     em1 = nb.binary(L.Division, t, s, f"{name}_expm1")
     ctx.report.decomposition("ELU", "ReLu(x) + tanh(m/2) / sigmoid(-m) with m = min(x, 0)")
-    ctx.set(op, 0, nb.binary(L.Addition, nb.clamp(x, 0.0, np.inf, f"{name}_pos"), em1, name))
+    return nb.binary(L.Addition, nb.clamp(x, 0.0, np.inf, f"{name}_pos"), em1, name)
 
 
 @REGISTRY.register("SOFTMAX", since=1, until=3, layers=("Softmax",), notes="last axis, beta")
 def softmax(ctx, op):
     x = ctx.port(op.inputs[0])
-    ctx.set(op, 0, ctx.b.softmax(x, -1, float(op.options.get("beta", 1.0)), ctx.name(op),
-                                  quant=ctx.out_quant(op)))
+    return ctx.b.softmax(x, -1, float(op.options.get("beta", 1.0)), ctx.name(op), quant=ctx.out_quant(op))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from armnn_import.ir.types import LayerType, LogicalBinaryOperation, UnaryOperation
+from armnn_import.ir.types import LogicalBinaryOperation, UnaryOperation
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.builder import through_float_exactly
 
@@ -20,13 +20,12 @@ def _logical(fn, op_kind):
         ins = list(op.inputs[:2])
         if all(ctx.is_const(i) for i in ins):
             a, b = (_bool_value(ctx, i) for i in ins)
-            ctx.fold(op, 0, fn(a, b))
-            return
+            return fn(a, b)
         if any(ctx.is_const(i) for i in ins):
             raise Unsupported("a constant Boolean operand (Arm NN's CpuRef has no Boolean Constant layer)",
                               "fold the constant into the model")
         y = ctx.b.logical(op_kind, ctx.port(ins[0]), ctx.port(ins[1]), ctx.name(op))
-        ctx.set(op, 0, y)
+        return y
     convert.__name__ = op_kind.name.lower()
     return convert
 
@@ -40,9 +39,8 @@ REGISTRY.register("LOGICAL_OR", since=1, until=1, layers=("LogicalBinary",), nee
 @REGISTRY.register("LOGICAL_NOT", since=1, until=1, layers=("ElementwiseUnary",), needs="23.08")
 def logical_not(ctx, op):
     if ctx.is_const(op.inputs[0]):
-        ctx.fold(op, 0, np.logical_not(_bool_value(ctx, op.inputs[0])))
-        return
-    ctx.set(op, 0, ctx.b.unary(ctx.port(op.inputs[0]), UnaryOperation.LogicalNot, ctx.name(op)))
+        return np.logical_not(_bool_value(ctx, op.inputs[0]))
+    return ctx.b.unary(ctx.port(op.inputs[0]), UnaryOperation.LogicalNot, ctx.name(op))
 
 
 def _check_reverse(op, ctx):
@@ -62,4 +60,4 @@ def reverse_v2(ctx, op):
     if not through_float_exactly(x.info):
         raise Unsupported(f"a {x.info.dtype.name} input (Arm NN 23.08's ReverseV2 goes through float: "
                           "only float and quantized values are copied exactly)")
-    ctx.set(op, 0, ctx.b.reverse(x, axes, ctx.name(op)))
+    return ctx.b.reverse(x, axes, ctx.name(op))

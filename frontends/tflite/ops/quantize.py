@@ -45,12 +45,10 @@ def dequantize(ctx, op):
         t = ctx.t(i)
         kind = "float16" if t.type == T.FLOAT16 else t.type_name.lower()
         ctx.report.quantization.append({"tensor": t.name, "decision": f"{kind} constant converted to float32"})
-        ctx.fold(op, 0, ctx.const(i))
-        return
+        return ctx.const(i)
     if ctx.is_quant(i) and not ctx.dequantize:  # the 20.08 format on (see _check_dequantize)
-        ctx.set(op, 0, ctx.b.add(LayerType.Dequantize, ctx.name(op), [ctx.port(i)]))
-        return
-    ctx.set(op, 0, ctx.port(i))
+        return ctx.b.add(LayerType.Dequantize, ctx.name(op), [ctx.port(i)])
+    return ctx.port(i)
 
 
 def _check_quantize(op, ctx):
@@ -81,17 +79,14 @@ def quantize(ctx, op):
             qmin, qmax = (-128, 127) if t.type == Q.INT8 else (0, 255)
             s, zp = float(t.quant.scale[0]), int(t.quant.zero_point[0])
             real = ((np.clip(np.round(real / s) + zp, qmin, qmax) - zp) * s).astype(np.float32)
-        ctx.fold(op, 0, real)
-        return
+        return real
     x = ctx.port(i)
     q = ctx.out_quant(op)
     if q is not None and not x.info.dtype.is_quantized:  # the 20.08 format on (see _check_quantize)
-        ctx.set(op, 0, ctx.b.add(LayerType.Quantize, ctx.name(op), [x], quant=q))
-        return
+        return ctx.b.add(LayerType.Quantize, ctx.name(op), [x], quant=q)
     if q is None or (x.info.scale, x.info.offset) == q:
-        ctx.set(op, 0, x)
-        return
-    ctx.set(op, 0, ctx.b.linear(x, 1.0, 0.0, ctx.name(op), quant=q))
+        return x
+    return ctx.b.linear(x, 1.0, 0.0, ctx.name(op), quant=q)
 
 
 @REGISTRY.register("DENSIFY", since=1, until=1, foldable=True, layers=(),
@@ -101,4 +96,4 @@ def quantize(ctx, op):
                          "DENSIFY folds")
 def densify(ctx, op):
     # model.bypass_densify already routed the users of most DENSIFY ops to their constant
-    ctx.fold(op, 0, ctx.const(op.inputs[0]))
+    return ctx.const(op.inputs[0])

@@ -143,7 +143,7 @@ def _lstm_cell(ctx, op, base):
                          "no CIFG, peephole, projection or layer norm; from --target 20.08 one Lstm layer per "
                          "step, on 23.08 one UnidirectionalSequenceLstm (not with RELU_N1_TO_1)")
 def unidirectional_sequence_lstm(ctx, op):
-    ctx.set(op, 0, _sequences(ctx, op, [_lstm_cell(ctx, op, 0)])[0])
+    return _sequences(ctx, op, [_lstm_cell(ctx, op, 0)])[0]
 
 
 @REGISTRY.register("BIDIRECTIONAL_SEQUENCE_LSTM", since=1, until=3, multi_output=True,
@@ -153,10 +153,9 @@ def unidirectional_sequence_lstm(ctx, op):
 def bidirectional_sequence_lstm(ctx, op):
     fw, bw = _sequences(ctx, op, [_lstm_cell(ctx, op, 0), _lstm_cell(ctx, op, 17)])
     if op.options.get("merge_outputs"):
-        ctx.set(op, 0, ctx.b.concat([fw, bw], 2, f"{ctx.name(op)}_merged"))
+        return ctx.b.concat([fw, bw], 2, f"{ctx.name(op)}_merged")
     else:
-        ctx.set(op, 0, fw)
-        ctx.set(op, 1, bw)
+        return fw, bw
 
 
 @REGISTRY.register("UNIDIRECTIONAL_SEQUENCE_RNN", since=1, until=3, state_inputs=(4,),
@@ -168,4 +167,4 @@ def unidirectional_sequence_rnn(ctx, op):
     if w.shape[0] != hid or r.shape != (hid, hid) or b.reshape(-1).shape != (hid,):
         raise Unsupported(f"weights {w.shape}, {r.shape} and bias {b.shape} do not fit {hid} units")
     cell = R.Cell("rnn", w, r, b.reshape(-1), None, (ACTS[int(op.options.get("fused_activation_function", 0))],))
-    ctx.set(op, 0, _sequences(ctx, op, [cell])[0])
+    return _sequences(ctx, op, [cell])[0]

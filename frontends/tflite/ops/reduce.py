@@ -49,14 +49,12 @@ def _reduce(fn, op_kind=None):
         axes = _axes(ctx, op, x.info.rank)
         keep = bool(op.options.get("keep_dims", False))
         if not axes:
-            ctx.set(op, 0, x)
-            return
+            return x
         name, q = ctx.name(op), ctx.out_quant(op)
         if op_kind is not None and _direct(ctx, x):
             y = ctx.b.reduce(x, axes, keep, op_kind, name, quant=q)
-            ctx.set(op, 0, ctx.b.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape"))
-            return
-        ctx.set(op, 0, fn(ctx, op, x, axes, keep, name, q))
+            return ctx.b.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape")
+        return fn(ctx, op, x, axes, keep, name, q)
     return convert
 
 
@@ -65,7 +63,7 @@ _R = "Reduce"  # (from --target 23.08)
 
 @REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R))
 def mean(ctx, op):
-    _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.b.mean(x, axes, keep, name, quant=q),
+    return _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.b.mean(x, axes, keep, name, quant=q),
             ReduceOperation.Mean)(ctx, op)
 
 
@@ -82,7 +80,7 @@ def sum_(ctx, op):
         return ctx.b.linear(m, float(count), 0.0, name, quant=q)
     if not ctx.b.g.target.has(LayerType.Reduce):
         ctx.report.decomposition("SUM", "Mean, then Linear(a=element count)")
-    _reduce(lower, ReduceOperation.Sum)(ctx, op)
+    return _reduce(lower, ReduceOperation.Sum)(ctx, op)
 
 
 def pool_reduce(ctx, x, axes, keep, name, quant=None):
@@ -105,7 +103,7 @@ def pool_reduce(ctx, x, axes, keep, name, quant=None):
                    check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
                    notes="before --target 23.08: a Max Pooling2d over the reduced elements")
 def reduce_max(ctx, op):
-    _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q),
+    return _reduce(lambda ctx, op, x, axes, keep, name, q: pool_reduce(ctx, x, axes, keep, name, q),
             ReduceOperation.Max)(ctx, op)
 
 
@@ -117,7 +115,7 @@ def reduce_min(ctx, op):
         neg = ctx.b.linear(x, -1.0, 0.0, f"{name}_negate", quant=nq)
         m = pool_reduce(ctx, neg, axes, keep, f"{name}_max")
         return ctx.b.linear(m, -1.0, 0.0, name, quant=q)
-    _reduce(lower, ReduceOperation.Min)(ctx, op)
+    return _reduce(lower, ReduceOperation.Min)(ctx, op)
 
 
 def _check_prod(op, ctx):
@@ -145,7 +143,7 @@ def reduce_prod(ctx, op):
         return nb.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape")
     if not ctx.b.g.target.has(LayerType.Reduce):
         ctx.report.decomposition("REDUCE_PROD", "products of halves (StridedSlice, Multiplication)")
-    _reduce(lower, ReduceOperation.Prod)(ctx, op)
+    return _reduce(lower, ReduceOperation.Prod)(ctx, op)
 
 
 @REGISTRY.register("L2_NORMALIZATION", since=1, until=2, layers=("L2Normalization", "Reshape"))
@@ -156,7 +154,7 @@ def l2_normalization(ctx, op):
     y = x if len(shape) == 4 else nb.reshape(x, (int(np.prod(shape[:-1])), 1, 1, shape[-1]), f"{name}_4d")
     y = nb.add(LayerType.L2Normalization, name, [y], D.L2NormalizationDescriptor(NHWC), quant=q)
     y = nb.reshape(y, shape, f"{name}_shape")
-    ctx.set(op, 0, ctx.fused(y, op.options.get("fused_activation_function", 0), name, q))
+    return ctx.fused(y, op.options.get("fused_activation_function", 0), name, q)
 
 
 @REGISTRY.register("LOCAL_RESPONSE_NORMALIZATION", since=1, until=1,
@@ -173,4 +171,4 @@ def lrn(ctx, op):
                                      NormalizationAlgorithmMethod.LocalBrightness,
                                      2 * radius + 1, float(o["alpha"]), float(o["beta"]),
                                      float(o["bias"]), NHWC)
-    ctx.set(op, 0, ctx.b.add(LayerType.Normalization, ctx.name(op), [x], desc))
+    return ctx.b.add(LayerType.Normalization, ctx.name(op), [x], desc)

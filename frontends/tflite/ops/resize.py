@@ -13,7 +13,7 @@ from armnn_import.ir.types import ConstTensor, DataLayout, DataType, LayerType, 
 from armnn_import.lowering.matrix import fc_last
 
 from . import REGISTRY
-from .shape import gather_const
+from .gather import gather_const
 
 MAX_SIZE = 1 << 16     # output rows or columns
 MAX_MATRIX = 1 << 24   # elements of an interpolation matrix
@@ -119,17 +119,14 @@ def resize_bilinear(ctx, op):
     oh, ow = _size(ctx, op)
     align, half = bool(op.options.get("align_corners")), bool(op.options.get("half_pixel_centers"))
     if (oh, ow) == (h, w):
-        ctx.set(op, 0, x)
-        return
+        return x
     if not align and not half:
         y = nb.add(LayerType.ResizeBilinear, name, [x], D.ResizeBilinearDescriptor(ow, oh, DataLayout.NHWC),
                    quant=q)
-        ctx.set(op, 0, y)
-        return
+        return y
     if _direct(nb, ResizeMethod.Bilinear, (h, w), (oh, ow), align, half):
-        ctx.set(op, 0, nb.resize(x, (oh, ow), ResizeMethod.Bilinear, name, layout=DataLayout.NHWC,
-                                 align_corners=align, half_pixel_centers=half, quant=q))
-        return
+        return nb.resize(x, (oh, ow), ResizeMethod.Bilinear, name, layout=DataLayout.NHWC,
+                         align_corners=align, half_pixel_centers=half, quant=q)
     ctx.report.decomposition("RESIZE_BILINEAR", "FullyConnected with constant interpolation matrices "
                              "along W and H (align_corners / half_pixel_centers)")
     y = x
@@ -141,7 +138,7 @@ def resize_bilinear(ctx, op):
         y = nb.permute(y, (0, 2, 3, 1), f"{name}_h_last")           # N W C H
         y = _along_last(ctx, y, bilinear_matrix(h, oh, align, half), f"{name}_h")
         y = nb.permute(y, (0, 3, 1, 2), f"{name}_h_back")           # N H' W C
-    ctx.set(op, 0, y)
+    return y
 
 
 @REGISTRY.register("RESIZE_NEAREST_NEIGHBOR", since=1, until=4, inputs=2, check=_check,
@@ -158,11 +155,10 @@ def resize_nearest(ctx, op):
     same_quant = q is None or q == (x.info.scale, x.info.offset)  # (LiteRT copies the bytes)
     same_quant = same_quant and x.info.dtype != DataType.Signed32  # (no Signed32 Resize in CpuRef)
     if same_quant and _direct(ctx.b, ResizeMethod.NearestNeighbor, (h, w), (oh, ow), align, half):
-        ctx.set(op, 0, ctx.b.resize(x, (oh, ow), ResizeMethod.NearestNeighbor, name, layout=DataLayout.NHWC,
-                                     align_corners=align, half_pixel_centers=half, quant=q))
-        return
+        return ctx.b.resize(x, (oh, ow), ResizeMethod.NearestNeighbor, name, layout=DataLayout.NHWC,
+                            align_corners=align, half_pixel_centers=half, quant=q)
     y = gather_const(ctx, x, 1, nearest_index(h, oh, align, half), f"{name}_rows")
     y = gather_const(ctx, y, 2, nearest_index(w, ow, align, half), f"{name}_cols")
     ctx.report.decomposition("RESIZE_NEAREST_NEIGHBOR", "row and column selection (repeats by "
                              "concatenation, StridedSlices, or a 0/1 FullyConnected)")
-    ctx.set(op, 0, y)
+    return y

@@ -1,0 +1,91 @@
+"""GATHER: by constant indices (StridedSlices, a Gather layer or a selection matrix:
+armnn_import.lowering.gather), by indices computed at run time (an embedding lookup: one Gather
+layer, the 20.08 format on), or of constants (evaluated at conversion time)."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
+from armnn_import.lowering import Unsupported
+from armnn_import.lowering.gather import gather_const as lowering_gather_const
+
+from . import REGISTRY
+from .common import all_const as _all_const
+from .common import axis_index as _axis
+from .common import fold_size as _fold_size
+from .common import raw_value as _value
+from .common import scalar_shape as _scalar_shape
+
+MAX_SLICES = 32  # above this many pieces a constant gather becomes a FullyConnected selection
+
+
+def gather_const(ctx, x, axis: int, idx: np.ndarray, name: str):
+    """x.take(idx, axis) for constant 1-D indices, exactly (armnn_import.lowering.gather): at
+    most MAX_SLICES StridedSlices, else a Gather layer (20.08 on) or a selection matrix."""
+    return lowering_gather_const(ctx.b, x, axis, idx, name, max_slices=MAX_SLICES)
+
+
+def _check_gather(op, ctx):
+    if op.options.get("batch_dims", 0):
+        return "batch_dims is not supported"
+    if not ctx.is_const(op.inputs[1]) and not ctx.b.g.target.at_least("20.08"):
+        # Arm NN 20.08's deserializer reads a Gather descriptor this schema's GatherLayer lacks
+        # (null pointer): a Gather layer crashes it.
+        return ("indices computed at run time need a Gather layer, which Arm NN 20.08 cannot "
+                "read from this format", "convert with --target 20.08 (read by Arm NN 20.08 and later)")
+    if not ctx.is_const(op.inputs[1]) and ctx.dtype_of(op.inputs[1]) != DataType.Signed32:
+        return "run-time indices must be int32 (Arm NN's Gather takes Signed32 indices)"
+    return None
+
+
+@REGISTRY.register("GATHER", since=1, until=7, inputs=2, foldable=True, check=_check_gather,
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant"),
+                   notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
+def gather(ctx, op):
+    nb, name = ctx.b, ctx.name(op)
+    xi, ii = op.inputs[:2]
+    axis = op.options.get("axis", 0)
+    if _all_const(ctx, op):
+        v, idx = np.asarray(_value(ctx, xi)), ctx.ints(ii)
+        axis = _axis(axis, v.ndim)
+        _fold_size(v.shape[:axis] + idx.shape + v.shape[axis + 1:], "GATHER")
+        if ((idx < -v.shape[axis]) | (idx >= v.shape[axis])).any():
+            raise Unsupported(f"gather index out of range for dimension {v.shape[axis]}")
+        return np.take(v, idx, axis=axis)
+    if not ctx.is_const(ii):  # an embedding lookup: a Gather layer (the 20.08 format on)
+        return gather_runtime(ctx, op, axis)
+    x = ctx.port(xi)
+    axis = _axis(axis, x.info.rank)
+    shape = x.info.shape
+    idx = ctx.ints(ii)
+    y = gather_const(ctx, x, axis, idx.reshape(-1), name)
+    return nb.reshape(y, _scalar_shape(shape[:axis] + idx.shape + shape[axis + 1:]), f"{name}_shape")
+
+
+def gather_runtime(ctx, op, axis: int):
+    """GATHER whose indices are computed at run time (Keras Embedding: a constant table and
+    the model's int32 input): one Gather layer. The indices must lie in [0, dim), as TFLite
+    requires: Arm NN 20.08 fails on a negative one and reads out of bounds past the end, 23.08
+    fails past the end."""
+    nb, name = ctx.b, ctx.name(op)
+    xi, ii = op.inputs[:2]
+    indices = ctx.port(ii)
+    if ctx.is_const(xi):
+        t = ctx.t(xi)
+        if ctx.is_quant(op.outputs[0]):
+            scale, offset = ctx.qparams(op.outputs[0])
+            q = np.clip(np.round(ctx.const(xi).astype(np.float64) / scale) + offset, 0, 255).astype(np.uint8)
+            table = ConstTensor(q, TensorInfo(q.shape, DataType.QuantisedAsymm8, scale, offset))
+        elif ctx.dtype_of(op.outputs[0]) == DataType.Float32:
+            table = np.asarray(ctx.const(xi), np.float32)
+        elif ctx.dtype_of(op.outputs[0]) == DataType.Signed32 and t.data is not None:
+            table = np.asarray(t.data, np.int32)
+        else:
+            raise Unsupported(f"gathering from the constant {t.name!r} of type {t.type_name}")
+        params = nb.constant_layer(table, f"{name}_table")
+    else:
+        params = ctx.port(xi)
+    axis %= params.info.rank
+    ctx.report.warn(f"{name}: run-time GATHER indices must lie in [0, {params.info.shape[axis]}) "
+                    "(Arm NN 20.08 reads out of bounds past the end, 23.08 fails)")
+    return nb.gather(params, indices, axis, name)
