@@ -23,6 +23,11 @@ from armnn_import.verify_source import IoSpec, Node
 
 CORE = Path(__file__).resolve().parents[1] / "armnn_import"
 FORMAT_WORD = re.compile(r"onnx|tflite|litert|tfl3", re.I)
+#: the tokens whose text is scanned. From Python 3.12 on an f-string is not one STRING token but
+#: FSTRING_START, FSTRING_MIDDLE (its literal text), the replacement fields' tokens, FSTRING_END
+#: (3.14 adds TSTRING_* for t-strings): without the middles the scan misses every f-string there.
+SCANNED_TOKENS = {tokenize.NAME, tokenize.STRING} | {
+    getattr(tokenize, t) for t in ("FSTRING_MIDDLE", "TSTRING_MIDDLE") if hasattr(tokenize, t)}
 
 #: (file, text on the line) -> why the core may name a format there. Docstrings and comments
 #: are prose and not scanned; names, imports and string literals are.
@@ -53,7 +58,7 @@ def _code_lines_naming_a_format(path: Path) -> list[tuple[int, str]]:
                 prose.update(range(first.lineno, first.end_lineno + 1))
     lines = src.splitlines()
     hits = {t.start[0] for t in tokenize.generate_tokens(io.StringIO(src).readline)
-            if t.type in (tokenize.NAME, tokenize.STRING) and FORMAT_WORD.search(t.string)
+            if t.type in SCANNED_TOKENS and FORMAT_WORD.search(t.string)
             and t.start[0] not in prose}
     return [(n, lines[n - 1].strip()) for n in sorted(hits)]
 
@@ -77,8 +82,8 @@ def test_the_core_names_no_model_format():
 def test_the_scan_sees_imports_names_and_strings_but_not_prose(tmp_path):
     f = tmp_path / "m.py"
     f.write_text('"""About ONNX."""\nimport onnx\n# tflite\nx = "TFLite"\nlooks_like_onnx = 1\n'
-                 'def f():\n    """TFLite."""\n    return 1\n')
-    assert [n for n, _ in _code_lines_naming_a_format(f)] == [2, 4, 5]
+                 'def f():\n    """TFLite."""\n    return f"{x}.tflite"\n')
+    assert [n for n, _ in _code_lines_naming_a_format(f)] == [2, 4, 5, 8]
 
 
 # -- a toy format: b"TOY1" + JSON {"shape": NHWC input shape, "scale": one factor per channel} ----
