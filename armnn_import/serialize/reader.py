@@ -219,6 +219,14 @@ def _depthwise_to_ir(g: Graph) -> None:
         layer.tensors["weights"] = done[id(t)]
 
 
+def _forwards(entries: list) -> list:
+    """The layers first first: our 23.08 files list them last first (writer.file_order), every
+    connection then comes from a layer further on; files in topological order stay as they are."""
+    pos = {index: k for k, (index, _, _) in enumerate(entries)}
+    conns = [(pos.get(src, -1), pos[index]) for index, _, cs in entries for src, _ in cs]
+    return entries[::-1] if conns and all(s > c for s, c in conns) else entries
+
+
 def read(data: bytes) -> Graph:
     """Parse .armnn bytes into a Graph. Raises ReadError on anything malformed."""
     data = bytes(data)
@@ -248,6 +256,7 @@ def read(data: bytes) -> Graph:
             OverflowError, MemoryError) as e:
         raise ReadError(f"corrupt .armnn file: {type(e).__name__}: {e}") from None
 
+    entries = _forwards(entries)
     by_index = {}
     for index, layer, _ in entries:
         if index in by_index:

@@ -350,6 +350,28 @@ def _estimate(graph: Graph, weight_bytes: int) -> int:
     return weight_bytes + 4096 + per_layer
 
 
+#: the layers whose weights Arm NN 23.08 reads from a file as Constant layers (file_order)
+_WEIGHTS_AS_CONSTANTS = frozenset({LayerType.Convolution2d, LayerType.DepthwiseConvolution2d, LayerType.FullyConnected})
+
+
+def file_order(graph: Graph) -> list:
+    """The order the layers are written in: the graph's (topological), last layer first from
+    23.08 on. Arm NN 23.08 turns the weights of a Convolution2d / DepthwiseConvolution2d /
+    FullyConnected written inside the layer (constantTensorsAsInputs 0) into Constant layers,
+    created in file order; its topological sort puts every Constant first, in that order, and
+    CpuRef copies each one into its tensor at every inference. Last first, the copies end with the
+    first layers' weights, which are then still in the cache when the network starts (measured
+    with cachegrind: efficientnet_mini 6 % fewer LL read misses and 17 % fewer LL write misses
+    than Arm NN 23.08's own file; first first, 2 % more). The deserializer connects the layers
+    after reading them all, so their order in the file is free; 20.08 reads the weights in place.
+    With fewer than two such layers there is no order to choose and the file stays first first."""
+    layers = graph.layers
+    if graph.target.at_least("23.08") and sum(l.type in _WEIGHTS_AS_CONSTANTS and "weights" in l.tensors
+                                              for l in layers) > 1:
+        return layers[::-1]
+    return layers
+
+
 def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None) -> _Builder:
     unique = {id(t): t for l in graph.layers for t in l.tensors.values()}  # (shared tensors: once)
     weight_bytes = sum(t.stored.nbytes for t in unique.values())
@@ -361,9 +383,10 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     b.ForceDefaults(True)
     b.target, b.fb = graph.target, graph.target.bindings
     b.union = {t: i + 1 for i, t in enumerate(UNION_ORDER)}
-    positions = {id(l): i for i, l in enumerate(graph.layers)}
+    order = file_order(graph)
+    positions = {id(l): i for i, l in enumerate(order)}
     layers = []
-    for i, l in enumerate(graph.layers):
+    for i, l in enumerate(order):
         try:
             layers.append(_layer(b, l, i, positions))
         except (TypeError, OverflowError, struct.error) as e:  # a value the schema's type cannot hold
