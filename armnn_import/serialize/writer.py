@@ -360,9 +360,10 @@ def file_order(graph: Graph) -> list:
     FullyConnected written inside the layer (constantTensorsAsInputs 0) into Constant layers,
     created in file order; its topological sort puts every Constant first, in that order, and
     CpuRef copies each one into its tensor at every inference. Last first, the copies end with the
-    first layers' weights, which are then still in the cache when the network starts (measured
-    with cachegrind: efficientnet_mini 6 % fewer LL read misses and 17 % fewer LL write misses
-    than Arm NN 23.08's own file; first first, 2 % more). The deserializer connects the layers
+    first layers' weights, which are then still in the cache when the network starts (cachegrind,
+    a 2 MiB L2: efficientnet_mini and mobilenet_v2_035 10 % fewer L2 misses per inference than
+    Arm NN 23.08's own files, mobilenet_v3_small 3 %; first first, 1.5 % more; benchmarks/README.md
+    "Lean networks: the same work"). The deserializer connects the layers
     after reading them all, so their order in the file is free; 20.08 reads the weights in place.
     With fewer than two such layers there is no order to choose and the file stays first first."""
     layers = graph.layers
