@@ -18,6 +18,7 @@ from ..ir.types import ConstTensor, ConstTensorData, DataLayout, DataType, Layer
 from ..target import Target
 from . import armnn_schema_23_08_generated as fb_latest
 from .layouts import depthwise_from_file
+from .order import forwards
 from .writer import FILE_IDENTIFIER, STORAGE_DTYPE
 
 _KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
@@ -219,14 +220,6 @@ def _depthwise_to_ir(g: Graph) -> None:
         layer.tensors["weights"] = done[id(t)]
 
 
-def _forwards(entries: list) -> list:
-    """The layers first first: our 23.08 files list them last first (writer.file_order), every
-    connection then comes from a layer further on; files in topological order stay as they are."""
-    pos = {index: k for k, (index, _, _) in enumerate(entries)}
-    conns = [(pos.get(src, -1), pos[index]) for index, _, cs in entries for src, _ in cs]
-    return entries[::-1] if conns and all(s > c for s, c in conns) else entries
-
-
 def read(data: bytes) -> Graph:
     """Parse .armnn bytes into a Graph. Raises ReadError on anything malformed."""
     data = bytes(data)
@@ -256,7 +249,7 @@ def read(data: bytes) -> Graph:
             OverflowError, MemoryError) as e:
         raise ReadError(f"corrupt .armnn file: {type(e).__name__}: {e}") from None
 
-    entries = _forwards(entries)
+    entries = forwards(entries)
     by_index = {}
     for index, layer, _ in entries:
         if index in by_index:

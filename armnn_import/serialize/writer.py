@@ -24,6 +24,7 @@ from ..ir.descriptors import schema_name as _schema_name
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
 from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
+from .order import file_order
 from . import tables
 from .check import FILE_IDENTIFIER, check_file  # noqa: F401 - (check_file: api.py's write check)
 from .compiled import compile_table
@@ -348,29 +349,6 @@ def _estimate(graph: Graph, weight_bytes: int) -> int:
     per_layer = sum(512 + len(l.name.encode("utf-8", "surrogatepass")) + 96 * (len(l.inputs) + len(l.outputs))
                     for l in graph.layers)
     return weight_bytes + 4096 + per_layer
-
-
-#: the layers whose weights Arm NN 23.08 reads from a file as Constant layers (file_order)
-_WEIGHTS_AS_CONSTANTS = frozenset({LayerType.Convolution2d, LayerType.DepthwiseConvolution2d, LayerType.FullyConnected})
-
-
-def file_order(graph: Graph) -> list:
-    """The order the layers are written in: the graph's (topological), last layer first from
-    23.08 on. Arm NN 23.08 turns the weights of a Convolution2d / DepthwiseConvolution2d /
-    FullyConnected written inside the layer (constantTensorsAsInputs 0) into Constant layers,
-    created in file order; its topological sort puts every Constant first, in that order, and
-    CpuRef copies each one into its tensor at every inference. Last first, the copies end with the
-    first layers' weights, which are then still in the cache when the network starts (cachegrind,
-    a 2 MiB L2: efficientnet_mini and mobilenet_v2_035 10 % fewer L2 misses per inference than
-    Arm NN 23.08's own files, mobilenet_v3_small 3 %; first first, 1.5 % more; benchmarks/README.md
-    "Lean networks: the same work"). The deserializer connects the layers
-    after reading them all, so their order in the file is free; 20.08 reads the weights in place.
-    With fewer than two such layers there is no order to choose and the file stays first first."""
-    layers = graph.layers
-    if graph.target.at_least("23.08") and sum(l.type in _WEIGHTS_AS_CONSTANTS and "weights" in l.tensors
-                                              for l in layers) > 1:
-        return layers[::-1]
-    return layers
 
 
 def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None) -> _Builder:
