@@ -452,10 +452,10 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
             probe, err = cpuref_ms(runner, sides[timed[0]][0], inputs[timed[0]], 3, sides[timed[0]][1])
             repeat = max(3, min(20000, math.ceil(LEAN_CALL_MS / max(probe or LEAN_CALL_MS, 2e-3))))
             times, cpus = {}, {}
-            for k in range(rounds):
+            for rnd in range(rounds):
                 # ours first in rounds 1, 3, 5, the anchor first in rounds 2, 4: whichever side runs
                 # first in a round never gains or loses by it (the load, the caches, the clock)
-                for s in (timed if k % 2 == 0 else timed[::-1]):
+                for s in (timed if rnd % 2 == 0 else timed[::-1]):
                     ms, cpu, err = cpuref_cpu_ms(runner, sides[s][0], inputs[s], repeat, sides[s][1])
                     if ms is None:
                         row[s]["run_error"] = "run failed: " + err
@@ -472,7 +472,7 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
                 paired = np.divide(cpus["ours"], cpus["anchor"])
                 row["cpuref_cpu_paired_ratio"] = float(np.median(paired))
                 row["cpuref_cpu_paired_rounds"] = [float(x) for x in paired]
-                row["first_in_round"] = [timed[0] if k % 2 == 0 else timed[-1] for k in range(rounds)]
+                row["first_in_round"] = [timed[0] if rnd % 2 == 0 else timed[-1] for rnd in range(rounds)]
             row["repeat"] = repeat
             if count_instructions and len(timed) == 2:
                 for s in timed:
