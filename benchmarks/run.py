@@ -452,8 +452,10 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
             probe, err = cpuref_ms(runner, sides[timed[0]][0], inputs[timed[0]], 3, sides[timed[0]][1])
             repeat = max(3, min(20000, math.ceil(LEAN_CALL_MS / max(probe or LEAN_CALL_MS, 2e-3))))
             times, cpus = {}, {}
-            for _ in range(rounds):
-                for s in timed:
+            for rnd in range(rounds):
+                # ours first in rounds 1, 3, 5, the anchor first in rounds 2, 4: whichever side runs
+                # first in a round never gains or loses by it (the load, the caches, the clock)
+                for s in (timed if rnd % 2 == 0 else timed[::-1]):
                     ms, cpu, err = cpuref_cpu_ms(runner, sides[s][0], inputs[s], repeat, sides[s][1])
                     if ms is None:
                         row[s]["run_error"] = "run failed: " + err
@@ -467,11 +469,16 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
                     row[s]["cpuref_cpu_rounds_ms"] = cpus[s]
             if len(cpus.get("ours", ())) == len(cpus.get("anchor", ())) == rounds and min(cpus["anchor"]) > 0:
                 # the two runs of a round are next to each other in time, under about the same load
-                row["cpuref_cpu_paired_ratio"] = float(np.median(np.divide(cpus["ours"], cpus["anchor"])))
+                paired = np.divide(cpus["ours"], cpus["anchor"])
+                row["cpuref_cpu_paired_ratio"] = float(np.median(paired))
+                row["cpuref_cpu_paired_rounds"] = [float(x) for x in paired]
+                row["first_in_round"] = [timed[0] if rnd % 2 == 0 else timed[-1] for rnd in range(rounds)]
             row["repeat"] = repeat
             if count_instructions and len(timed) == 2:
                 for s in timed:
-                    row[s]["instructions"] = instructions.per_inference(runner, sides[s][0], inputs[s], sides[s][1])
+                    costs = instructions.per_inference_costs(runner, sides[s][0], inputs[s], sides[s][1]) or {}
+                    row[s]["instructions"] = costs.pop("instructions", None)
+                    row[s]["cache_misses"] = costs  # cachegrind: D1 and L2 (the simulated last level)
         lean_targets(row)
         if (k + 1) % 25 == 0:
             print(f"  lean: {k + 1}/{len(models)}", file=sys.stderr, flush=True)
@@ -532,7 +539,8 @@ def lean_targets(row):
 
 def print_lean(rows):
     headers = ["model", "layers ours/anch", "P/R/C ours", "P/R/C anch", "wall ms ours", "anch", "ratio",
-               "CPU ms ours", "anch", "ratio", "paired", "Minstr ours", "anch", "ratio", "layers", "instr", "CpuRef"]
+               "CPU ms ours", "anch", "ratio", "paired", "Minstr ours", "anch", "ratio",
+               "kL2miss ours", "anch", "kD1miss ours", "anch", "layers", "instr", "CpuRef"]
     out = []
 
     def prc(s):
@@ -543,6 +551,11 @@ def print_lean(rows):
 
     def mi(s):
         return s["instructions"] / 1e6 if s and s.get("instructions") else None
+
+    def misses(s, level):  # read + write misses of data per inference, thousands (cachegrind)
+        m = (s or {}).get("cache_misses") or {}
+        keys = (f"{level}_read_misses", f"{level}_write_misses")
+        return sum(m[k] for k in keys) / 1e3 if all(k in m for k in keys) else None
     for r in rows:
         o, a = r.get("ours"), r.get("anchor")
         note = r.get("error") or (o or {}).get("run_error") or r.get("anchor_error") or (a or {}).get("run_error")
@@ -552,6 +565,8 @@ def print_lean(rows):
                     fmt((o or {}).get("cpuref_cpu_ms"), ".3f"), fmt((a or {}).get("cpuref_cpu_ms"), ".3f"),
                     fmt(r.get("cpuref_cpu_ratio"), ".2f"), fmt(r.get("cpuref_cpu_paired_ratio"), ".2f"),
                     fmt(mi(o), ".2f"), fmt(mi(a), ".2f"), fmt(r.get("instructions_ratio"), ".4f"),
+                    fmt(misses(o, "l2"), ".1f"), fmt(misses(a, "l2"), ".1f"),
+                    fmt(misses(o, "d1"), ".1f"), fmt(misses(a, "d1"), ".1f"),
                     verdict(r["targets"]["layers"]), verdict(r["targets"].get("instructions")),
                     verdict(r["targets"]["cpuref"]) + (f"  ({note})" if note else "")])
     print(table(headers, out))

@@ -18,6 +18,7 @@ from ..ir.types import ConstTensor, ConstTensorData, DataLayout, DataType, Layer
 from ..target import Target
 from . import armnn_schema_23_08_generated as fb_latest
 from .layouts import depthwise_from_file
+from .order import forwards
 from .writer import FILE_IDENTIFIER, STORAGE_DTYPE
 
 _KIND_BY_TABLE = {k.table: (t, k) for t, k in LAYER_KINDS.items()}
@@ -248,6 +249,7 @@ def read(data: bytes) -> Graph:
             OverflowError, MemoryError) as e:
         raise ReadError(f"corrupt .armnn file: {type(e).__name__}: {e}") from None
 
+    entries = forwards(entries)
     by_index = {}
     for index, layer, _ in entries:
         if index in by_index:

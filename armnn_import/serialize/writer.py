@@ -24,6 +24,7 @@ from ..ir.descriptors import schema_name as _schema_name
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
 from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
+from .order import file_order
 from . import tables
 from .check import FILE_IDENTIFIER, check_file  # noqa: F401 - (check_file: api.py's write check)
 from .compiled import compile_table
@@ -361,9 +362,10 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     b.ForceDefaults(True)
     b.target, b.fb = graph.target, graph.target.bindings
     b.union = {t: i + 1 for i, t in enumerate(UNION_ORDER)}
-    positions = {id(l): i for i, l in enumerate(graph.layers)}
+    order = file_order(graph)
+    positions = {id(l): i for i, l in enumerate(order)}
     layers = []
-    for i, l in enumerate(graph.layers):
+    for i, l in enumerate(order):
         try:
             layers.append(_layer(b, l, i, positions))
         except (TypeError, OverflowError, struct.error) as e:  # a value the schema's type cannot hold
