@@ -146,7 +146,7 @@ def sink_permutes(graph: Graph, report: Report) -> int:
         remove_dead_layers(graph, report)  # what the loop below comes to when nothing can move
         return 0
     order = _Order(graph.layers)
-    scans = [_Scan(order) for _ in range(3)]
+    scans = [_Scan(order, _may_sink), _Scan(order, _may_merge), _Scan(order, _may_be_identity)]
     sink, merge, ident = scans
     for layer in graph.layers:
         for q in scans:
@@ -190,6 +190,26 @@ def sink_permutes(graph: Graph, report: Report) -> int:
     graph.layers = order.walk(graph)
     remove_dead_layers(graph, report)
     return moved
+
+
+# What each scan's step needs of a layer before it can act, from facts that change only with
+# the layer's type or inputs (and every change of its inputs, or of its sources' readers,
+# tells the watcher, which adds the layer again): a layer without them is not queued.
+def _may_sink(layer) -> bool:  # (_sink_one: every input a Permute)
+    ins = layer.inputs
+    return bool(ins) and all(p.layer.type == LayerType.Permute for p in ins)
+
+
+def _may_merge(layer) -> bool:  # (merge_one: a Permute reading a Permute)
+    return layer.type == LayerType.Permute and bool(layer.inputs) and layer.inputs[0].layer.type == LayerType.Permute
+
+
+_IDENTITY_TYPES = frozenset({LayerType.Reshape, LayerType.Pad, LayerType.Permute, LayerType.StridedSlice,
+                             LayerType.Merger, LayerType.Activation})  # (cleanup.is_identity's types)
+
+
+def _may_be_identity(layer) -> bool:
+    return layer.type in _IDENTITY_TYPES
 
 
 def _place(order: "_Order", scans, layer, graph: Graph) -> None:
@@ -282,8 +302,9 @@ class _Scan:
     A layer that changes at or before the running visit waits for the next
     pass, one after it is still visited in this one: as a full scan does."""
 
-    def __init__(self, order: _Order):
+    def __init__(self, order: _Order, wants=None):
         self.order = order
+        self.wants = wants  # layer -> False: the step cannot act there (not queued)
         self.pending: set = set()
         self.heap: list = []
         self.deferred: list = []
@@ -292,7 +313,7 @@ class _Scan:
         self.version = order.version
 
     def add(self, layer) -> None:
-        if layer in self.pending:
+        if layer in self.pending or (self.wants is not None and not self.wants(layer)):
             return
         self.pending.add(layer)
         lab = self.order.label[layer]
