@@ -152,16 +152,11 @@ def sink_permutes(graph: Graph, report: Report) -> int:
         for q in scans:
             q.add(layer)
 
-    def watch(layer):
-        if layer not in order.label:
-            if layer not in graph:
-                return
-            order.append(layer)  # a new layer: at the end, as graph.add puts it
-        for q in scans:
-            q.add(layer)
+    watch = _Watcher(graph, order, scans)
+    flushed = watch.flushed
 
     def keep_identity(layer):  # remove_identities at one layer; True: still a candidate
-        return is_identity(layer) and not bypass(graph, layer)
+        return flushed(is_identity(layer) and not bypass(graph, layer))
 
     moved, appended = 0, None
     graph.watch = watch
@@ -170,12 +165,12 @@ def sink_permutes(graph: Graph, report: Report) -> int:
             if appended is not None:  # what toposort() does with the one Permute appended last
                 _place(order, scans, appended, graph)
             last = order.last
-            hit = sink.run(graph, lambda l: _sink_one(graph, l), stop_at_first=True)
+            hit = sink.run(graph, lambda l: flushed(_sink_one(graph, l)), stop_at_first=True)
             if hit is None:
                 break
             moved += 1
             appended = order.last if order.last is not last and order.last in graph else None
-            merge.run(graph, lambda l: (merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1])
+            merge.run(graph, lambda l: flushed((merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1]))
             ident.run(graph, keep_identity)
         else:  # rare: the cap was reached; as before, dead layers go before the final toposort
             graph.watch = None
@@ -190,6 +185,31 @@ def sink_permutes(graph: Graph, report: Report) -> int:
     graph.layers = order.walk(graph)
     remove_dead_layers(graph, report)
     return moved
+
+
+class _Watcher:
+    """graph.watch during sink_permutes: a layer told of (its connections, descriptor or outputs
+    changed) goes to the scans once, when the running step ends (flushed): within a step nothing
+    the scans decide on moves (the visit's position, the layers' labels), and what they test of
+    a layer is its state when the step is done. A new layer is placed at the end at once."""
+
+    def __init__(self, graph: Graph, order: "_Order", scans):
+        self.graph, self.order, self.scans = graph, order, scans
+        self.touched: dict = {}  # in the order they were told of
+
+    def __call__(self, layer) -> None:
+        if layer not in self.order.label:
+            if layer not in self.graph:
+                return
+            self.order.append(layer)  # a new layer: at the end, as graph.add puts it
+        self.touched[layer] = None
+
+    def flushed(self, result):
+        for layer in self.touched:
+            for q in self.scans:
+                q.add(layer)
+        self.touched.clear()
+        return result
 
 
 # What each scan's step needs of a layer before it can act, from facts that change only with
