@@ -15,6 +15,7 @@ import os
 import sys
 
 from .errors import printable
+from .gcpolicy import fewer_collections
 
 PROG = "armnn-import"
 COMMANDS = ("convert", "inspect", "verify", "ops")
@@ -293,6 +294,7 @@ class _Outcome:
         self.extra: dict = {}
 
 
+@fewer_collections()  # (through the write: restored at convert()'s end, the collector would rescan the whole network)
 def _convert_one(model: str, out_path: str, args, out: _Out, outcome: _Outcome) -> None:
     from .discovery import available_frontends, frontend_for
     from .errors import LoadError
