@@ -9,6 +9,7 @@ import sys
 from .cli_commands import verify_kwargs
 from .cli_common import EXIT_OK, PROG, Out, UsageError, run
 from .cli_paths import output_paths, parse_shapes
+from .gcpolicy import fewer_collections
 
 
 class Outcome:
@@ -49,6 +50,7 @@ def cmd_convert(args, out: Out) -> int:
     return code
 
 
+@fewer_collections()  # (through the write: restored at convert()'s end, the collector would rescan the whole network)
 def convert_one(model: str, out_path: str, args, out: Out, outcome: Outcome) -> None:
     """Convert `model` into `out_path` (then --verify it), filling `outcome` for the summary."""
     _load_frontend(model)

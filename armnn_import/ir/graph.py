@@ -114,8 +114,10 @@ class Graph:
         kind = LAYER_KINDS[type]
         if desc is None and kind.descriptor is not None:
             desc = kind.descriptor()
-        layer = Layer(type, self.unique_name(name), list(inputs), [], desc,
-                      {k: v for k, v in (tensors or {}).items() if v is not None})
+        if name in self._names or not name:
+            name = self.unique_name(name)
+        layer = Layer(type, name, list(inputs), [], desc,
+                      {k: v for k, v in tensors.items() if v is not None} if tensors else {})
         if outputs is None:
             outputs = infer_outputs(layer)
             if quant is not None:
@@ -127,12 +129,17 @@ class Graph:
     def attach(self, layer: Layer) -> Layer:
         """Append a built Layer (its inputs already set) to the graph (the reader's way in)."""
         self._names.add(layer.name)
-        if not self._unsorted and any(p.layer not in self._live for p in layer.inputs):
-            self._unsorted = True  # reads a layer that comes later, or none of this graph
+        live = self._live
+        if not self._unsorted:
+            for p in layer.inputs:
+                if p[0] not in live:
+                    self._unsorted = True  # reads a layer that comes later, or none of this graph
+                    break
         self._list.append(layer)
-        self._live.add(layer)
-        if layer.type in self._io:
-            self._io[layer.type][layer] = None
+        live.add(layer)
+        io = self._io.get(layer.type)
+        if io is not None:
+            io[layer] = None
         self._link(layer)
         if self.watch is not None:
             self.watch(layer)
@@ -193,14 +200,14 @@ class Graph:
 
     # -- editing (for passes) -----------------------------------------------
     def _link(self, layer: Layer) -> None:
-        uses = self._uses
+        uses, watched = self._uses, self.watch is not None
         for i, p in enumerate(layer.inputs):
             d = uses.get(p)
             if d is None:
                 uses[p] = {(layer, i): None}
             else:
                 d[(layer, i)] = None
-            if self.watch is not None:
+            if watched:
                 self._notify(p.layer)
 
     def _unlink(self, layer: Layer) -> None:
@@ -217,9 +224,11 @@ class Graph:
     def _notify(self, producer: Layer) -> None:
         """Tell the watcher of a producer whose consumers changed: the producer and
         every layer that reads it (their source's consumer count changed)."""
-        self.watch(producer)
-        for u, _ in self.consumers(producer):
-            self.watch(u)
+        watch, uses = self.watch, self._uses
+        watch(producer)
+        for slot in range(len(producer.outputs)):
+            for u, _ in list(uses.get(Port(producer, slot), ())):
+                watch(u)
 
     def set_inputs(self, layer: Layer, inputs: Sequence[Port]) -> None:
         """Replace all of `layer`'s inputs."""
@@ -318,40 +327,12 @@ class Graph:
     def toposort(self) -> None:
         """Stable topological order: a layer keeps its relative position
         unless an input comes later. Raises GraphError on a cycle."""
-        from ..errors import GraphError
-
         if not self._unsorted:
-            return  # nothing rewired since the last sort: the DFS below would keep the order
-        layers = self.layers
-        pos = {id(l): i for i, l in enumerate(layers)}
-        done: set[int] = set()
-        order: list[Layer] = []
-        visiting: set[int] = set()
-        for root in layers:
-            stack = [(root, 0)]
-            while stack:
-                layer, i = stack.pop()
-                lid = id(layer)
-                if lid in done:
-                    continue
-                if i == 0:
-                    if lid in visiting:
-                        raise GraphError(f"cycle through layer {layer.name!r}")
-                    visiting.add(lid)
-                if i < len(layer.inputs):
-                    stack.append((layer, i + 1))
-                    src = layer.inputs[i].layer
-                    if id(src) not in pos:
-                        raise GraphError(f"layer {layer.name!r} input {i} comes from a layer not in the graph")
-                    if id(src) not in done:
-                        if id(src) in visiting:
-                            raise GraphError(f"cycle through layer {layer.name!r}")
-                        stack.append((src, 0))
-                else:
-                    visiting.discard(lid)
-                    done.add(lid)
-                    order.append(layer)
-        self.layers = order
+            return  # nothing rewired since the last sort: the sort would keep the order
+        from .order import topological_order
+        order = topological_order(self.layers)
+        if order is not None:
+            self.layers = order
         self._unsorted = False
 
     def summary(self) -> dict[str, int]:

@@ -146,22 +146,17 @@ def sink_permutes(graph: Graph, report: Report) -> int:
         remove_dead_layers(graph, report)  # what the loop below comes to when nothing can move
         return 0
     order = _Order(graph.layers)
-    scans = [_Scan(order) for _ in range(3)]
+    scans = [_Scan(order, _may_sink), _Scan(order, _may_merge), _Scan(order, _may_be_identity)]
     sink, merge, ident = scans
     for layer in graph.layers:
         for q in scans:
             q.add(layer)
 
-    def watch(layer):
-        if layer not in order.label:
-            if layer not in graph:
-                return
-            order.append(layer)  # a new layer: at the end, as graph.add puts it
-        for q in scans:
-            q.add(layer)
+    watch = _Watcher(graph, order, scans)
+    flushed = watch.flushed
 
     def keep_identity(layer):  # remove_identities at one layer; True: still a candidate
-        return is_identity(layer) and not bypass(graph, layer)
+        return flushed(is_identity(layer) and not bypass(graph, layer))
 
     moved, appended = 0, None
     graph.watch = watch
@@ -170,12 +165,12 @@ def sink_permutes(graph: Graph, report: Report) -> int:
             if appended is not None:  # what toposort() does with the one Permute appended last
                 _place(order, scans, appended, graph)
             last = order.last
-            hit = sink.run(graph, lambda l: _sink_one(graph, l), stop_at_first=True)
+            hit = sink.run(graph, lambda l: flushed(_sink_one(graph, l)), stop_at_first=True)
             if hit is None:
                 break
             moved += 1
             appended = order.last if order.last is not last and order.last in graph else None
-            merge.run(graph, lambda l: (merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1])
+            merge.run(graph, lambda l: flushed((merge_one(graph, l, LayerType.Permute, compose_permutes), False)[1]))
             ident.run(graph, keep_identity)
         else:  # rare: the cap was reached; as before, dead layers go before the final toposort
             graph.watch = None
@@ -190,6 +185,51 @@ def sink_permutes(graph: Graph, report: Report) -> int:
     graph.layers = order.walk(graph)
     remove_dead_layers(graph, report)
     return moved
+
+
+class _Watcher:
+    """graph.watch during sink_permutes: a layer told of (its connections, descriptor or outputs
+    changed) goes to the scans once, when the running step ends (flushed): within a step nothing
+    the scans decide on moves (the visit's position, the layers' labels), and what they test of
+    a layer is its state when the step is done. A new layer is placed at the end at once."""
+
+    def __init__(self, graph: Graph, order: "_Order", scans):
+        self.graph, self.order, self.scans = graph, order, scans
+        self.touched: dict = {}  # in the order they were told of
+
+    def __call__(self, layer) -> None:
+        if layer not in self.order.label:
+            if layer not in self.graph:
+                return
+            self.order.append(layer)  # a new layer: at the end, as graph.add puts it
+        self.touched[layer] = None
+
+    def flushed(self, result):
+        for layer in self.touched:
+            for q in self.scans:
+                q.add(layer)
+        self.touched.clear()
+        return result
+
+
+# What each scan's step needs of a layer before it can act, from facts that change only with
+# the layer's type or inputs (and every change of its inputs, or of its sources' readers,
+# tells the watcher, which adds the layer again): a layer without them is not queued.
+def _may_sink(layer) -> bool:  # (_sink_one: every input a Permute)
+    ins = layer.inputs
+    return bool(ins) and all(p.layer.type == LayerType.Permute for p in ins)
+
+
+def _may_merge(layer) -> bool:  # (merge_one: a Permute reading a Permute)
+    return layer.type == LayerType.Permute and bool(layer.inputs) and layer.inputs[0].layer.type == LayerType.Permute
+
+
+_IDENTITY_TYPES = frozenset({LayerType.Reshape, LayerType.Pad, LayerType.Permute, LayerType.StridedSlice,
+                             LayerType.Merger, LayerType.Activation})  # (cleanup.is_identity's types)
+
+
+def _may_be_identity(layer) -> bool:
+    return layer.type in _IDENTITY_TYPES
 
 
 def _place(order: "_Order", scans, layer, graph: Graph) -> None:
@@ -282,8 +322,9 @@ class _Scan:
     A layer that changes at or before the running visit waits for the next
     pass, one after it is still visited in this one: as a full scan does."""
 
-    def __init__(self, order: _Order):
+    def __init__(self, order: _Order, wants=None):
         self.order = order
+        self.wants = wants  # layer -> False: the step cannot act there (not queued)
         self.pending: set = set()
         self.heap: list = []
         self.deferred: list = []
@@ -292,7 +333,7 @@ class _Scan:
         self.version = order.version
 
     def add(self, layer) -> None:
-        if layer in self.pending:
+        if layer in self.pending or (self.wants is not None and not self.wants(layer)):
             return
         self.pending.add(layer)
         lab = self.order.label[layer]

@@ -86,8 +86,11 @@ def shifts_to_additions(graph: Graph, report: Report) -> int:
         begin, end = [0, 0, 0, 0], [1, 1, 1, 1]
         begin[axis], end[axis] = start, start + c
         start += c
-        return graph.add(LayerType.StridedSlice, name, [tables[layout]],
-                         D.StridedSliceDescriptor(begin=tuple(begin), end=tuple(end), stride=(1, 1, 1, 1))).out()
+        table = tables[layout]
+        # (the output infer_outputs gives this slice of the table, without working it out per layer)
+        return graph.add(LayerType.StridedSlice, name, [table],
+                         D.StridedSliceDescriptor(begin=tuple(begin), end=tuple(end), stride=(1, 1, 1, 1)),
+                         outputs=[table.info.with_shape(tuple(e - b for b, e in zip(begin, end)))]).out()
     for bn, (a, b) in shifts:
         y, name, layout = bn.inputs[0], bn.name, bn.desc.data_layout
         graph.remove([bn])
@@ -96,7 +99,11 @@ def shifts_to_additions(graph: Graph, report: Report) -> int:
             y = graph.add(LayerType.Multiplication, name if b is None else f"{name}_mul", [y, k]).out()
         if b is not None:
             k = take(layout, b.size, f"{name}_shift")
-            y = graph.add(LayerType.Addition, name, [y, k]).out()
+            axis = 1 if layout == DataLayout.NCHW else 3
+            # y + k has y's info when k ([1, C, 1, 1] or [1, 1, 1, C]) has y's channels (infer_outputs'
+            # broadcast); otherwise infer_outputs works it out (and reports what does not fit)
+            same = y.info.rank == 4 and y.info.shape[axis] == b.size and a is None
+            y = graph.add(LayerType.Addition, name, [y, k], outputs=[y.info] if same else None).out()
         graph.replace_uses(bn.out(), y)
     report.decomposition("per-channel shift (convolution bias)", "Addition of a [1, C, 1, 1] constant "
                          "(FullyConnected with zero weights) instead of a BatchNormalization, which "

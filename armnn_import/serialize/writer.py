@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import mmap
 import operator
 import struct
 import typing
 from typing import Iterator
 
-import flatbuffers
 import numpy as np
 
 from ..errors import SerializationError
@@ -27,97 +25,14 @@ from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file
 from .order import file_order
 from . import tables
 from .check import FILE_IDENTIFIER, check_file  # noqa: F401 - (check_file: api.py's write check)
+from .builder import Builder as _Builder, release_mapped as _release_mapped
 from .compiled import compile_table
 
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
-_RELEASE_MIN_BYTES = 1 << 20
 
 _STORAGE_DTYPE = {ConstTensorData.ByteData: np.int8, ConstTensorData.ShortData: np.int16,
                   ConstTensorData.IntData: np.int32, ConstTensorData.LongData: np.int64}
 STORAGE_DTYPE = _STORAGE_DTYPE  # the element type of each ConstTensorData (reader.py too)
-
-
-class _Builder(flatbuffers.Builder):
-    """flatbuffers.Builder that copies numpy vectors once, straight into its
-    buffer (the stock one goes through an intermediate bytes object), from
-    strided views too (a transposed weight is transposed by that copy). Its
-    buffer starts as untouched zero pages (numpy's calloc) instead of a
-    bytearray that is zero-filled first.
-
-    Vectors of at least `defer_min` bytes get their space but are not copied in
-    (write_chunks writes them from their own arrays). Where each one goes is kept
-    as its distance from the buffer's END: a FlatBuffer is built backwards, and
-    growing the buffer moves what is built to the end of a bigger one, so that
-    distance is the only position that stays true (an absolute index into the
-    buffer goes stale on the first growth)."""
-
-    def __init__(self, size: int, defer_min: int | None = None):
-        super().__init__(0)
-        self.Bytes = memoryview(np.zeros(max(size, 64), np.uint8)).cast("B")
-        self.head = len(self.Bytes)
-        # (bytes from the start of the vector's data to the end of the buffer, array)
-        self.defer_min, self.deferred = defer_min, []
-        self.consts: dict[int, int] = {}  # id(ConstTensor) -> its table: layers sharing one tensor share it
-        self.grown = 0  # how many times the estimate was too small (for the tests)
-        self.specs, self.plans = {}, {}  # per table and fields (_specs), per descriptor class
-        self.writers = {}  # per table and fields: its compiled writer (compiled.compile_table)
-
-    WriteVtable = tables.write_vtable  # the same bytes, in fewer calls
-
-    def CreateString(self, s, encoding="utf-8", errors="strict"):
-        if type(s) is str and encoding == "utf-8" and errors == "strict":
-            return tables.string(self, s)  # the same bytes, in fewer calls
-        return super().CreateString(s, encoding, errors)
-
-    def CreateNumpyVector(self, x):
-        x = np.asarray(x)
-        if x.dtype.byteorder == ">":
-            x = x.astype(x.dtype.newbyteorder("<"))
-        self.StartVector(x.itemsize, x.size, x.dtype.alignment)
-        self.head = self.head - x.nbytes
-        if self.defer_min is not None and x.nbytes >= self.defer_min:
-            self.deferred.append((self.Offset(), x))
-        else:
-            dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
-            dst.reshape(x.shape)[...] = x
-            _release_mapped(x)
-        self.vectorNumElems = x.size
-        return self.EndVector()
-
-    def GrowByteBuffer(self):
-        """Double the buffer like the stock builder, but into zero pages again, copying
-        only what is built and not the holes of the deferred vectors (which would make
-        the whole of the weights resident just to copy zeros)."""
-        old, used = self.Bytes, len(self.Bytes) - self.head
-        if len(old) >= flatbuffers.Builder.MAX_BUFFER_SIZE:
-            raise SerializationError("the network does not fit in the 2 GiB a FlatBuffer can hold")
-        size = min(2 * len(old), flatbuffers.Builder.MAX_BUFFER_SIZE)
-        new = memoryview(np.zeros(size, np.uint8)).cast("B")
-        pos = len(old) - used  # copy [pos, end) of old to the same distance from the end of new
-        for off, x in sorted(self.deferred, key=lambda d: -d[0]):  # nearest the front first
-            start = len(old) - off
-            new[size - len(old) + pos:size - len(old) + start] = old[pos:start]
-            pos = start + x.nbytes
-        new[size - len(old) + pos:] = old[pos:]
-        self.Bytes = new
-        self.grown += 1
-
-
-def _release_mapped(x: np.ndarray) -> None:
-    """Drop the pages of a memory-mapped input file that `x` was just copied from
-    out of this process's resident set (they stay in the page cache, and come back
-    if read again), so that a large model is not resident twice: once as input,
-    once as output."""
-    base = x
-    while isinstance(base, (np.ndarray, memoryview)):
-        base = base.base if isinstance(base, np.ndarray) else base.obj
-    if not isinstance(base, mmap.mmap) or x.nbytes < _RELEASE_MIN_BYTES or not hasattr(base, "madvise"):
-        return  # (no madvise on Windows: the pages just stay)
-    start = x.__array_interface__["data"][0] - np.frombuffer(base, np.uint8).__array_interface__["data"][0]
-    lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside x only
-    hi = (start + x.nbytes) // mmap.PAGESIZE * mmap.PAGESIZE
-    if hi > lo:
-        base.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 schema_name = functools.lru_cache(maxsize=None)(_schema_name)
@@ -170,7 +85,7 @@ def _tensor_info(b, info: TensorInfo) -> int:
     # Arm NN's deserializer takes a tensor as per-axis when the vector is present
     scales = None if info.scales is None else _vector(b, info.scales, np.float32)
     if scales is None:
-        return _writer(b, "TensorInfo", _TENSOR_INFO)(b, (dims, int(info.dtype), info.scale, info.offset))
+        return b.w_tensor_info(b, (dims, int(info.dtype), info.scale, info.offset))
     return _table(b, "TensorInfo", _TENSOR_INFO + ("QuantizationScales", "QuantizationDim"),
                   (dims, int(info.dtype), info.scale, info.offset, scales, info.quant_dim))
 
@@ -250,38 +165,53 @@ def _descriptor(b, desc) -> int:
 
 
 def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
-    name = b.CreateString(layer.name)
-    slot, connection = _writer(b, "InputSlot", ("Index", "Connection")), tables.connection
-    in_slots = [slot(b, (i, connection(positions[id(port.layer)], port.slot))) for i, port in enumerate(layer.inputs)]
-    slot = _writer(b, "OutputSlot", ("Index", "TensorInfo"))
+    name = tables.string(b, layer.name) if type(layer.name) is str else b.CreateString(layer.name)
+    slot, connection = b.w_in_slot, tables.connection
+    in_slots = [slot(b, (i, connection(positions[id(l)], s))) for i, (l, s) in enumerate(layer.inputs)]
+    slot = b.w_out_slot
     out_slots = [slot(b, (i, _tensor_info(b, info))) for i, info in enumerate(layer.outputs)]
     ins = tables.offsets_vector(b, in_slots)
     outs = tables.offsets_vector(b, out_slots)
-    return _writer(b, "LayerBase", _LAYER_BASE)(b, (index, name, int(layer.type), ins, outs))
+    return b.w_base(b, (index, name, int(layer.type), ins, outs))
 
 
 _LAYER_BASE = ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots")
 
 
+def _layer_plan(b, ltype) -> tuple:
+    """(kind, Input or Output, whether the descriptor is written, the union tag, the AnyLayer
+    writer) of a layer type for this build: what _layer asks per layer, worked out once."""
+    plan = b.layer_plans.get(ltype)
+    if plan is None:
+        kind = LAYER_KINDS[ltype]
+        plan = b.layer_plans[ltype] = (
+            kind, ltype in (LayerType.Input, LayerType.Output),
+            kind.descriptor is not None and b.target.at_least(kind.descriptor_since),  # (the 19.02 GatherLayer has none)
+            b.union[kind.table], _writer(b, "AnyLayer", ("LayerType", "Layer")))
+    return plan
+
+
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
-    kind = LAYER_KINDS[layer.type]
+    kind, bindable, with_desc, union, any_layer = _layer_plan(b, layer.type)
     base = _layer_base(b, layer, index, positions)
-    if layer.type in (LayerType.Input, LayerType.Output):
+    if bindable:
         base = _table(b, "BindableLayerBase", ("Base", "LayerBindingId"), (base, layer.binding_id))
-    desc = _descriptor(b, layer.desc) if kind.descriptor is not None and \
-        b.target.at_least(kind.descriptor_since) else None  # (the 19.02 GatherLayer has none)
-    tensors = {k: _file_tensor(b, layer, k) for k in kind.tensors if k in layer.tensors}
-    if kind.params:  # the tensors sit in a nested table (LstmInputParams), the layer's inputParams
-        tensors = {"input_params": _params_table(b, kind.params, tensors)}
     names, values = ["Base"], [base]
-    if desc is not None:
+    if with_desc:
         names.append("Descriptor")
-        values.append(desc)
-    for k, off in tensors.items():
-        names.append(schema_name(k))
-        values.append(off)
+        values.append(_descriptor(b, layer.desc))
+    if layer.tensors:
+        tensors = {k: _file_tensor(b, layer, k) for k in kind.tensors if k in layer.tensors}
+        if kind.params:  # the tensors sit in a nested table (LstmInputParams), the layer's inputParams
+            tensors = {"input_params": _params_table(b, kind.params, tensors)}
+        for k, off in tensors.items():
+            names.append(schema_name(k))
+            values.append(off)
+    elif kind.params:
+        names.append(schema_name("input_params"))
+        values.append(_params_table(b, kind.params, {}))
     table = _table(b, kind.table, tuple(names), values)
-    return _table(b, "AnyLayer", ("LayerType", "Layer"), (b.union[kind.table], table))
+    return any_layer(b, (union, table))
 
 
 def _params_table(b, table: str, tensors: dict[str, int]) -> int:
@@ -362,6 +292,11 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     b.ForceDefaults(True)
     b.target, b.fb = graph.target, graph.target.bindings
     b.union = {t: i + 1 for i, t in enumerate(UNION_ORDER)}
+    b.layer_plans = {}  # layer type -> _layer_plan
+    b.w_in_slot = _writer(b, "InputSlot", ("Index", "Connection"))
+    b.w_out_slot = _writer(b, "OutputSlot", ("Index", "TensorInfo"))
+    b.w_base = _writer(b, "LayerBase", _LAYER_BASE)
+    b.w_tensor_info = _writer(b, "TensorInfo", _TENSOR_INFO)
     order = file_order(graph)
     positions = {id(l): i for i, l in enumerate(order)}
     layers = []

@@ -1,0 +1,53 @@
+"""The graph's stable topological sort (Graph.toposort)."""
+from __future__ import annotations
+
+from ..errors import GraphError
+
+
+def topological_order(layers: list) -> list | None:
+    """`layers` in a stable topological order: a layer keeps its relative position unless an
+    input comes later (a DFS over inputs, from each layer in turn); None when `layers` is in
+    that order already (the DFS would return it unchanged: every layer's inputs come before
+    it). Raises GraphError on a cycle or an input from a layer not in `layers`."""
+    pos = {id(l): i for i, l in enumerate(layers)}
+    if _in_order(layers, pos):
+        return None
+    done: set[int] = set()
+    order: list = []
+    visiting: set[int] = set()
+    for root in layers:
+        stack = [(root, 0)]
+        while stack:
+            layer, i = stack.pop()
+            lid = id(layer)
+            if lid in done:
+                continue
+            if i == 0:
+                if lid in visiting:
+                    raise GraphError(f"cycle through layer {layer.name!r}")
+                visiting.add(lid)
+            if i < len(layer.inputs):
+                stack.append((layer, i + 1))
+                src = layer.inputs[i].layer
+                if id(src) not in pos:
+                    raise GraphError(f"layer {layer.name!r} input {i} comes from a layer not in the graph")
+                if id(src) not in done:
+                    if id(src) in visiting:
+                        raise GraphError(f"cycle through layer {layer.name!r}")
+                    stack.append((src, 0))
+            else:
+                visiting.discard(lid)
+                done.add(lid)
+                order.append(layer)
+    return order
+
+
+def _in_order(layers, pos) -> bool:
+    """Whether every layer's inputs are layers of `layers` placed before it."""
+    get = pos.get
+    for i, l in enumerate(layers):
+        for src, _ in l.inputs:
+            k = get(id(src))
+            if k is None or k >= i:
+                return False
+    return True
