@@ -23,7 +23,6 @@ LONG_FILES = {
     "armnn_import/ir/verify.py": "in flight: perf work (ir)",
     "armnn_import/ir/descriptors.py": "in flight: perf work (ir)",
     "armnn_import/ir/shapes.py": "in flight: perf work (ir)",
-    "frontends/onnx/convert.py": "in flight: perf work (the ONNX loader)",
     "frontends/tflite/convert.py": "in flight: perf work, and its per-op tables move to the registry (contract)",
     "armnn_import/cli.py": "in flight: the plugin boundary renames what it calls; split after it lands",
     "armnn_import/executor/layers.py": "one numpy function per Arm NN layer, a table a reader scans as one",

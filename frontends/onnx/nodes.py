@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import heapq
 
 import numpy as np
 import onnx
@@ -9,6 +10,10 @@ from onnx import AttributeProto, helper, numpy_helper
 
 from armnn_import.errors import LoadError
 from armnn_import.limits import check_shape
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+PASS_THROUGH = ("Identity", "Dropout")
+SHAPE_OPS = ("Shape", "Size")
 
 
 class Node:
@@ -92,3 +97,42 @@ def sparse_to_dense(sp) -> np.ndarray:
     else:
         dense[tuple(idx.T)] = values
     return dense
+
+
+def toposort(graph, known, nodes: list[Node]) -> list[Node]:
+    """`nodes` in an order where each comes after the producers of what it reads (among the
+    ready ones, the lowest index first: the file's order when it is one); LoadError for a
+    tensor produced twice, an input nobody provides, or a cycle. `known`: initializers."""
+    available = {i.name for i in graph.input} | set(known) | {""}
+    producer: dict[str, int] = {}
+    for n in nodes:
+        for o in n.outputs:
+            if o and (o in producer or o in available):
+                raise LoadError(f"tensor {o!r} is produced twice (node {n.name!r})")
+            if o:
+                producer[o] = n.index
+    users: dict[int, list[int]] = {n.index: [] for n in nodes}
+    missing = {}
+    for n in nodes:
+        deps = set()
+        for name in n.inputs + n.implicit:
+            if name in producer:
+                deps.add(producer[name])
+            elif name not in available:
+                raise LoadError(f"node {n.name!r} reads {name!r}, which no node, input or initializer provides")
+        missing[n.index] = len(deps)
+        for d in deps:
+            users[d].append(n.index)
+    heap = [i for i, k in missing.items() if k == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        i = heapq.heappop(heap)
+        order.append(nodes[i])
+        for u in users[i]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(heap, u)
+    if len(order) != len(nodes):
+        raise LoadError("the graph has a cycle")
+    return order
