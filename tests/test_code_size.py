@@ -37,7 +37,6 @@ LONG_FUNCTIONS = {
     "armnn_import/verify_cmd.py::verify": "in flight: the plugin boundary reshapes it",
     "armnn_import/api.py::convert": "in flight: the plugin boundary reshapes it",
     "armnn_import/output.py::write_atomic": "one atomic-write protocol (temp file, fsync, rename, cleanup)",
-    "frontends/tflite/model.py::_load": "in flight: perf work (the TFLite loader)",
 }
 
 

@@ -153,28 +153,13 @@ def read_model_file(path):
 
 
 def _load(source) -> TFModel:
-    from tflite.Model import Model
-
-    if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
-        buf = source if isinstance(source, mmap.mmap) else bytes(source)
-        if len(buf) < 8:
-            raise LoadError(f"not a TFLite file: only {len(buf)} bytes")
-        if buf[4:8] != b"TFL3":
-            raise LoadError("not a TFLite file: the FlatBuffers identifier is not 'TFL3'")
-        root = struct.unpack_from("<I", buf, 0)[0]
-        if root + 4 > len(buf):
-            raise LoadError("malformed TFLite file: the root offset points past the end of the file")
-        model = fast(Model.GetRootAs(buf, 0))
-    else:  # an in-memory tflite.Model
-        model = source
-        buf = model._tab.Bytes
+    model, buf = _root(source)
     check_file_size(len(buf), "TFLite file")
     budget = _Budget(len(buf))
     constants = ConstantBudget()
     version = model.Version()
     if version != SCHEMA_VERSION:
         raise LoadError(f"unsupported TFLite schema version {version} (expected {SCHEMA_VERSION})")
-
     codes = [_opcode(model.OperatorCodes(i), i) for i in range(budget.count(
         model.OperatorCodesLength(), 4, "the operator code list"))]
     nsub = budget.count(model.SubgraphsLength(), 4, "the subgraph list")
@@ -184,14 +169,48 @@ def _load(source) -> TFModel:
     sg = fast(model.Subgraphs(0))
     if sg is None:
         raise LoadError("malformed TFLite file: subgraph 0 is missing")
-
     data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
     ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
     tensors = [_tensor(model, pos, i, nbuf, budget, len(buf), constants)
                for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[0]) if ntens else ())]
+    refs = _refs(data, budget, ntens)
+    inputs = refs(_at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
+    outputs = refs(_at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
+    if not outputs:  # an Arm NN network without an Output layer does not load
+        raise LoadError("the TFLite model has no outputs")
+    nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
+    ops = _operators(data, FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else (), codes, refs, budget)
+    ops, outputs, folded = bypass_densify(tensors, ops, outputs)
+    result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    _release_pages(buf)
+    return result
 
+
+def _root(source):
+    """(the tflite.Model, the file's bytes) of bytes, a memory map or an in-memory tflite.Model."""
+    from tflite.Model import Model
+
+    if not isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
+        return source, source._tab.Bytes
+    buf = source if isinstance(source, mmap.mmap) else bytes(source)
+    if len(buf) < 8:
+        raise LoadError(f"not a TFLite file: only {len(buf)} bytes")
+    if buf[4:8] != b"TFL3":
+        raise LoadError("not a TFLite file: the FlatBuffers identifier is not 'TFL3'")
+    root = struct.unpack_from("<I", buf, 0)[0]
+    if root + 4 > len(buf):
+        raise LoadError("malformed TFLite file: the root offset points past the end of the file")
+    return fast(Model.GetRootAs(buf, 0)), buf
+
+
+def _at(pos: int, off: int) -> int:  # where a table at `pos` keeps a field at offset `off` (0: absent)
+    return pos + off if off else 0
+
+
+def _refs(data, budget, ntens: int):
+    """refs(at, what, allow_optional=False): the tensor indices of the int vector whose offset
+    is at `at` (0: none), each checked to be a tensor of the subgraph (or -1 when optional)."""
     def refs(at, what, allow_optional=False):
-        """The tensor indices of the int vector whose offset is at `at` (0: none)."""
         out = _ints(data, at, budget, what)
         if out and not (-1 if allow_optional else 0) <= min(out) <= max(out) < ntens:
             for v in out:
@@ -199,17 +218,13 @@ def _load(source) -> TFModel:
                     raise LoadError(f"malformed TFLite file: {what} references tensor {v}, "
                                     f"but the subgraph has {ntens} tensors")
         return out
+    return refs
 
-    def at(pos, off):
-        return pos + off if off else 0
 
-    inputs = refs(at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
-    outputs = refs(at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
-    if not outputs:  # an Arm NN network without an Output layer does not load
-        raise LoadError("the TFLite model has no outputs")
+def _operators(data, positions, codes, refs, budget) -> list[Operator]:
+    """The operators of the tables at `positions`, their opcodes, tensors and options checked."""
     ops, seen = [], {}
-    nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
-    for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else ()):
+    for i, pos in enumerate(positions):
         # opcode_index, inputs, outputs, builtin_options_type, builtin_options, custom_options,
         # custom_options_format, mutating_variable_inputs, intermediates
         f = FT.fields(data, pos, 9)
@@ -219,13 +234,10 @@ def _load(source) -> TFModel:
                             f"but the model has {len(codes)} operator codes")
         name, ver, custom = codes[idx]
         ops.append(Operator(
-            i, name, ver, refs(at(pos, f[1]), f"operator {i} inputs", allow_optional=True),
-            refs(at(pos, f[2]), f"operator {i} outputs"), read_options(data, pos, f, budget, seen), custom,
-            refs(at(pos, f[8]), f"operator {i} intermediates")))
-    ops, outputs, folded = bypass_densify(tensors, ops, outputs)
-    result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
-    _release_pages(buf)
-    return result
+            i, name, ver, refs(_at(pos, f[1]), f"operator {i} inputs", allow_optional=True),
+            refs(_at(pos, f[2]), f"operator {i} outputs"), read_options(data, pos, f, budget, seen), custom,
+            refs(_at(pos, f[8]), f"operator {i} intermediates")))
+    return ops
 
 
 def _release_pages(buf) -> None:
