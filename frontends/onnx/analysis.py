@@ -61,9 +61,13 @@ def _type_proto(conv, name: str):
             return type_proto(helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
         except Exception:  # noqa: BLE001 - strings and other odd constants
             return TypeProto()
-    if isinstance(v, Port):
-        vi = next((i for i in conv.model.graph.input if i.name == name), None)
-        return vi.type if vi is not None else TypeProto()
+    if isinstance(v, Port):  # a graph input: its declared type (the first of its name, as before)
+        if not hasattr(conv, "_input_types"):
+            conv._input_types = {}
+            for i in conv.model.graph.input:
+                conv._input_types.setdefault(i.name, i.type)
+        vi_type = conv._input_types.get(name)
+        return vi_type if vi_type is not None else TypeProto()
     if name in conv.inferred_types:
         return type_proto(conv.inferred_types[name], conv.inferred.get(name))
     return TypeProto()
@@ -87,17 +91,22 @@ def _infer_shapes(conv) -> None:
             shapes[name] = tuple([int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim])
 
 
-def _add_value_info(field, name: str, elem_type: int, dims) -> None:
-    """Append to `field` what onnx.helper.make_tensor_value_info(name, elem_type, list(dims)) makes
-    (the same message, built in place: there is one per weight of a model)."""
+def _typed_input(field, name: str, elem_type: int, dims, made: dict) -> None:
+    """Append to `field` what onnx.helper.make_tensor_value_info(name, elem_type, list(dims)) makes,
+    copied from one built per (type, dims) in `made` (there is one such input per weight)."""
+    key = (elem_type, tuple(dims))
+    template = made.get(key)
+    if template is None:
+        template = made[key] = onnx.ValueInfoProto()
+        tt = template.type.tensor_type
+        tt.elem_type = elem_type
+        shape = tt.shape
+        shape.dim.extend([])  # (an empty shape is still a shape, as make_tensor_type_proto makes it)
+        for d in key[1]:
+            shape.dim.add().dim_value = d
     vi = field.add()
+    vi.CopyFrom(template)
     vi.name = name
-    tt = vi.type.tensor_type
-    tt.elem_type = elem_type
-    shape = tt.shape
-    shape.dim.extend([])  # (an empty shape is still a shape, as make_tensor_type_proto makes it)
-    for d in dims:
-        shape.dim.add().dim_value = d
 
 
 def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) -> onnx.ModelProto:
@@ -105,19 +114,19 @@ def _without_weights(model: onnx.ModelProto, mapped=(), keep_bytes: int = 4096) 
     graph inputs, so their data is neither serialized nor copied (shape
     inference only needs small constants, such as Reshape shapes, by value)."""
     src = model.graph
-    g = onnx.GraphProto(name=src.name)
+    m = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
+    m.opset_import.extend(model.opset_import)
+    m.functions.extend(model.functions)
+    g = m.graph  # (filled in place: the nodes are copied once)
+    g.name = src.name
     g.node.extend(src.node)
     g.input.extend(src.input)
     g.output.extend(src.output)
     g.value_info.extend(src.value_info)
-    declared = {i.name for i in src.input}
+    declared, made = {i.name for i in src.input}, {}
     for t in src.initializer:
         if t.ByteSize() <= keep_bytes and t.name not in mapped:
             g.initializer.append(t)
         elif t.name not in declared:
-            _add_value_info(g.input, t.name, t.data_type, t.dims)
-    m = onnx.ModelProto(ir_version=model.ir_version, producer_name=model.producer_name)
-    m.opset_import.extend(model.opset_import)
-    m.functions.extend(model.functions)
-    m.graph.CopyFrom(g)
+            _typed_input(g.input, t.name, t.data_type, t.dims, made)
     return m

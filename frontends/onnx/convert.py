@@ -18,6 +18,8 @@ Converters see the conversion through LoweringContext (context.py).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -44,6 +46,12 @@ from .scan import scan
 from .upgrade import upgrade_if_old
 
 MIN_OPSET = 7
+# TensorProto types whose raw_data numpy reads as it is (little-endian hosts only)
+RAW_TYPES = {} if sys.byteorder != "little" else {
+    TensorProto.FLOAT: np.float32, TensorProto.UINT8: np.uint8, TensorProto.INT8: np.int8,
+    TensorProto.UINT16: np.uint16, TensorProto.INT16: np.int16, TensorProto.INT32: np.int32,
+    TensorProto.INT64: np.int64, TensorProto.BOOL: np.bool_, TensorProto.FLOAT16: np.float16,
+    TensorProto.DOUBLE: np.float64, TensorProto.UINT32: np.uint32, TensorProto.UINT64: np.uint64}
 
 
 def convert(source, options, report) -> Graph:
@@ -164,6 +172,11 @@ class Converter(LoweringContext):
     def _tensor(t) -> np.ndarray:
         check_shape(t.dims, f"tensor {t.name!r}")  # numpy would read a -1 as "infer this dimension"
         try:
+            plain = RAW_TYPES.get(t.data_type) if t.data_location == TensorProto.DEFAULT else None
+            if plain is not None and t.HasField("raw_data") and not t.HasField("segment"):
+                # what to_array does for these (a view of the bytes), without its per-call lookups:
+                # a model of many small layers has thousands of small initializers
+                return np.frombuffer(t.raw_data, plain).reshape(t.dims)
             return numpy_helper.to_array(t)
         except MemoryError:  # never a refusal: convert() reports it
             raise
