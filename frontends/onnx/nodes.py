@@ -16,6 +16,11 @@ PASS_THROUGH = ("Identity", "Dropout")
 SHAPE_OPS = ("Shape", "Size")
 
 
+# attribute types read straight from their field (the others go through get_attribute_value)
+_PLAIN = {AttributeProto.INT: "i", AttributeProto.FLOAT: "f", AttributeProto.INTS: "ints",
+          AttributeProto.FLOATS: "floats"}
+
+
 class Node:
     """One ONNX node with its attributes decoded (strings as str)."""
     __slots__ = ("proto", "index", "opset", "op", "domain", "name", "inputs", "outputs", "attrs", "implicit")
@@ -31,21 +36,30 @@ class Node:
             self.implicit = []
             return
         want = _attribute_types(self.op, opset) if self.domain in ("", "ai.onnx") else {}
+        subgraphs = False
         for a in attributes:
-            t = want.get(a.name)
-            if t is not None and a.type != t and not a.ref_attr_name:
-                raise LoadError(f"node {self.name!r}: attribute {a.name!r} is {_type_name(a.type)}, but "
+            name, atype, ref = a.name, a.type, a.ref_attr_name
+            t = want.get(name)
+            if t is not None and atype != t and not ref:
+                raise LoadError(f"node {self.name!r}: attribute {name!r} is {_type_name(atype)}, but "
                                 f"{self.op} takes {_type_name(t)} (the model is invalid)")
-            try:
-                v = helper.get_attribute_value(a)
-            except Exception as e:  # noqa: BLE001 - malformed attribute
-                raise LoadError(f"node {self.name!r}: attribute {a.name!r} cannot be read: {e}") from None
-            if isinstance(v, bytes):
-                v = v.decode("utf-8", "replace")
-            elif isinstance(v, list) and v and isinstance(v[0], bytes):
-                v = [x.decode("utf-8", "replace") for x in v]
-            self.attrs[a.name] = v
-        self.implicit = _implicit_inputs(proto)
+            field = None if ref else _PLAIN.get(atype)
+            if field is not None:  # what get_attribute_value gives for these, read directly
+                v = getattr(a, field)
+                if atype >= AttributeProto.FLOATS:
+                    v = list(v)
+            else:
+                try:
+                    v = helper.get_attribute_value(a)
+                except Exception as e:  # noqa: BLE001 - malformed attribute
+                    raise LoadError(f"node {self.name!r}: attribute {name!r} cannot be read: {e}") from None
+                if isinstance(v, bytes):
+                    v = v.decode("utf-8", "replace")
+                elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                    v = [x.decode("utf-8", "replace") for x in v]
+            self.attrs[name] = v
+            subgraphs = subgraphs or a.HasField("g") or len(a.graphs) > 0
+        self.implicit = _implicit_inputs(proto) if subgraphs else []
 
     def __repr__(self):
         return f"<{self.op} {self.name!r}>"
