@@ -184,8 +184,10 @@ class Converter(LoweringContext):
             raise LoadError(f"tensor {t.name!r} cannot be read: {e}") from None
 
     def _node(self, node: Node) -> None:
-        if any(i and i not in self.values for i in node.inputs + node.implicit):
-            return  # downstream of a node that failed: already reported
+        values = self.values
+        for i in (node.inputs + node.implicit if node.implicit else node.inputs):
+            if i and i not in values:
+                return  # downstream of a node that failed: already reported
         self.opset = node.opset  # nodes from function bodies may use another opset
         try:
             self._lower(node)
@@ -200,31 +202,34 @@ class Converter(LoweringContext):
                                          f"{type(e).__name__}: {str(e)[:200]})", internal=True))
 
     def _lower(self, node: Node) -> None:
-        ins = [i for i in node.inputs + node.implicit if i]
-        if node.op in PASS_THROUGH:
+        values, op = self.values, node.op
+        ins = [i for i in (node.inputs + node.implicit if node.implicit else node.inputs) if i]
+        if op in PASS_THROUGH:
             return self._pass_through(node)
-        if node.op in SHAPE_OPS and node.inputs and isinstance(self.values[node.inputs[0]], Port):
-            shape = self.lshape(self.values[node.inputs[0]])
-            value = shape_of(node, shape) if node.op == "Shape" else np.array(int(np.prod(shape)), np.int64)
+        if op in SHAPE_OPS and node.inputs and isinstance(values[node.inputs[0]], Port):
+            shape = self.lshape(values[node.inputs[0]])
+            value = shape_of(node, shape) if op == "Shape" else np.array(int(np.prod(shape)), np.int64)
             return self._folded(node, [value])
-        if all(not isinstance(self.values[i], Port) for i in ins):
-            fold_size_guard(node, self.values, self.inferred)
-            return self._folded(node, fold(node, self.values, self.opset, node.implicit))
-        if node.op == "CastLike" and not isinstance(self.values[node.inputs[0]], Port):
+        ports = [v for v in map(values.__getitem__, ins) if isinstance(v, Port)]  # the run-time inputs
+        if not ports:
+            fold_size_guard(node, values, self.inferred)
+            return self._folded(node, fold(node, values, self.opset, node.implicit))
+        if op == "CastLike" and not isinstance(values[node.inputs[0]], Port):
             # only the type of input 1 matters; a run-time tensor here is float32, int32 or bool
-            like = self.values[node.inputs[1]]
+            like = values[node.inputs[1]]
             dtype = {"Float32": np.float32, "Signed32": np.int32, "Boolean": np.bool_}[like.info.dtype.name]
-            return self._folded(node, [np.asarray(self.values[node.inputs[0]]).astype(dtype)])
-        shapes = [self.inferred.get(o) for o in node.outputs if o]
+            return self._folded(node, [np.asarray(values[node.inputs[0]]).astype(dtype)])
+        inferred = self.inferred
+        shapes = [inferred.get(o) for o in node.outputs if o]
         # (a huge dimension beside the 0 comes from a bad attribute: left to the converter to refuse)
         if shapes and all(s is not None and None not in s and 0 in s and max(s) < 1 << 31 for s in shapes):
             # empty results hold no data: constants, whatever the inputs
-            return self._folded(node, [np.zeros(self.inferred[o], self._np_type(o)) if o else None
+            return self._folded(node, [np.zeros(inferred[o], self._np_type(o)) if o else None
                                        for o in node.outputs])
         # float operators on quantized inputs (QDQ models) have quantized converters
-        entry = self.quant.converter(self, node) or REGISTRY.lookup(node.op, self.opset)
+        entry = self.quant.converter(self, node) or REGISTRY.lookup(op, self.opset)
         if entry is None:  # the pre-scan refuses these; kept so a miss is never an internal error
-            raise Unsupported(f"no lowering for {node.op} at opset {self.opset}")
+            raise Unsupported(f"no lowering for {op} at opset {self.opset}")
         if entry.check is not None:
             r = entry.check(node, self)
             if r:
@@ -232,22 +237,31 @@ class Converter(LoweringContext):
         first = len(self.g.layers)
         out = entry.fn(self, node)
         outs = [out] if isinstance(out, (Port, np.ndarray)) else list(out)
-        if len(outs) < len([o for o in node.outputs if o]):
+        if len(outs) < len(shapes):  # (shapes: one per named output)
             raise Unsupported("only the first output is supported")
-        scalar_in = [self.values[i] in self.scalars for i in ins if isinstance(self.values[i], Port)]
+        self._bind(node, outs, ports)
+        self.report.record(node.name, op, self.g.layers[first:],
+                           [v if isinstance(v, Port) else None for v in outs])
+
+    def _bind(self, node: Node, outs: list, ports: list) -> None:
+        """The converter's results as the values of the node's outputs (Ports checked)."""
+        scalars = self.scalars
+        scalar_in = None
         for name, v in zip(node.outputs, outs):
             if name and v is not None:
                 if isinstance(v, Port):
-                    # elementwise results of rank-0 tensors are rank 0 too (stored as [1])
-                    want = self.inferred.get(name)
-                    if v.info.shape == (1,) and (want == () or (want is None and scalar_in and all(scalar_in))):
-                        self.scalars.add(v)
-                    if v.info.dtype == DataType.Float32 and self.inferred_types.get(name) == TensorProto.BOOL:
+                    info = v.info
+                    if info.shape == (1,):
+                        # elementwise results of rank-0 tensors are rank 0 too (stored as [1])
+                        want = self.inferred.get(name)
+                        if scalar_in is None:
+                            scalar_in = [p in scalars for p in ports]
+                        if want == () or (want is None and scalar_in and all(scalar_in)):
+                            scalars.add(v)
+                    if info.dtype == DataType.Float32 and self.inferred_types.get(name) == TensorProto.BOOL:
                         self.bool_float.add(v)  # e.g. a Reshape of a mask
                     self._check_port(node, name, v)
                 self.values[name] = v
-        self.report.record(node.name, node.op, self.g.layers[first:],
-                           [v if isinstance(v, Port) else None for v in outs])
 
     def _np_type(self, name):
         try:

@@ -92,9 +92,10 @@ def scan(conv) -> set[int]:
     view = ScanView(conv, const, values)
     flagged = set()
     for node in conv.nodes:
-        ins = [i for i in node.inputs + node.implicit if i]
+        ins = [i for i in (node.inputs + node.implicit if node.implicit else node.inputs) if i]
         conv.opset = view.opset = node.opset
-        problem = _scan_node(conv, node, view, const, ins)
+        folds = all(i in const for i in ins)  # every input constant: folded, not lowered
+        problem = _scan_node(conv, node, view, folds)
         if problem:
             conv.problems.append(Problem(node.op, node.name, *problem))  # (reason, hint, code)
             flagged.add(node.index)
@@ -103,7 +104,7 @@ def scan(conv) -> set[int]:
                 values[node.outputs[0]] = numpy_helper.to_array(node.attrs["value"])
             except Exception:  # noqa: BLE001 - reported when folded
                 pass
-        if problem is None and (all(i in const for i in ins) or node.op in SHAPE_OPS or
+        if problem is None and (folds or node.op in SHAPE_OPS or
                                 (node.op in PASS_THROUGH + ("CastLike",) and node.inputs
                                  and node.inputs[0] in const)):
             const.update(node.outputs)
@@ -113,7 +114,7 @@ def scan(conv) -> set[int]:
     return flagged
 
 
-def _scan_node(conv, node, view, const, ins):
+def _scan_node(conv, node, view, folds: bool):
     if node.domain not in DEFAULT_DOMAINS and not conv.quant.allows_domain(node):
         return Refusal(f"operator domain {node.domain!r} is not supported",
                        "only operators of the default ONNX domain can be converted", "unsupported-op")
@@ -125,9 +126,9 @@ def _scan_node(conv, node, view, const, ins):
     too_many = _too_many_inputs(node)
     if too_many:
         return Refusal(too_many, code="bad-model")
-    if node.op in PASS_THROUGH or node.op in SHAPE_OPS or all(i in const for i in ins):
+    if node.op in PASS_THROUGH or node.op in SHAPE_OPS or folds:
         return None
-    if node.op == "CastLike" and node.inputs and node.inputs[0] in const:
+    if node.op == "CastLike" and node.inputs and view.is_const(node, 0):
         return None
     entry = REGISTRY.lookup(node.op, conv.opset)
     if entry is None:
@@ -137,8 +138,9 @@ def _scan_node(conv, node, view, const, ins):
                            code="unsupported-op")
         return REGISTRY.refusal(node.op) or Refusal("no exact lowering onto Arm NN's layers",
                                                     code="unsupported-op")
-    if entry.target_problem(conv.g.target):
-        return entry.target_problem(conv.g.target)
+    beyond = entry.target_problem(conv.g.target)
+    if beyond:
+        return beyond
     if entry.check is not None:
         try:
             r = entry.check(node, view)
