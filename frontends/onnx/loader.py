@@ -35,7 +35,7 @@ def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:
         except OSError as e:
             raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
         base = os.path.dirname(os.path.abspath(path))
-    externals, bad = _walk(model)
+    externals = [t for t in _all_tensors(model) if t.data_location == TensorProto.EXTERNAL]
     if externals and base is None:
         raise LoadError(f"tensor {externals[0].name!r} keeps its data in an external file; "
                         "give the model as a path so the file can be found beside it")
@@ -47,28 +47,21 @@ def load_model(source, mapped: dict | None = None) -> onnx.ModelProto:
                 arr = _map_external(t, base, maps)
                 if arr is not None:
                     mapped[t.name] = arr
-        externals = [t for t in externals if t.data_location == TensorProto.EXTERNAL]
+        externals = [t for t in _all_tensors(model) if t.data_location == TensorProto.EXTERNAL]
     for t in externals:
         _load_external(t, base)
     if not model.HasField("graph"):
         raise LoadError("the ONNX model has no graph")
-    if bad is not None:
-        _bad_name(bad)
+    _check_names(model)
     return model
 
 
-def _walk(model: onnx.ModelProto) -> tuple[list, object]:
-    """(every TensorProto of the model that keeps its data in an external file, the first graph
-    with a name that is not a str, or None), in one pass over the graphs and their subgraphs
-    (iterative, so deep nesting cannot overflow the stack). Tensors: initializers, sparse
-    initializers, tensor attributes. Names: protobuf hands out bytes, not str, for a string
-    field holding invalid UTF-8; such names are refused before they reach the IR."""
-    external, bad, graphs = [], None, [model.graph]
+def _check_names(model: onnx.ModelProto) -> None:
+    """protobuf hands out bytes, not str, for a string field holding invalid
+    UTF-8: refuse such names (in subgraphs too) before they reach the IR."""
+    graphs = [model.graph]
     while graphs:
         g = graphs.pop()
-        tensors = list(g.initializer)
-        for sp in g.sparse_initializer:
-            tensors += (sp.values, sp.indices)
         # (one flat pass over the names; labelled only when one is bad, see _bad_name)
         names = [g.name]
         names += [v.name for v in g.input]
@@ -84,18 +77,11 @@ def _walk(model: onnx.ModelProto) -> tuple[list, object]:
             if attributes:
                 for a in attributes:
                     names.append(a.name)
-                    if a.HasField("t"):
-                        tensors.append(a.t)
-                    tensors += a.tensors
-                    if a.HasField("sparse_tensor"):
-                        tensors += (a.sparse_tensor.values, a.sparse_tensor.indices)
                     if a.HasField("g"):
                         graphs.append(a.g)
                     graphs.extend(a.graphs)
-        external += [t for t in tensors if t.data_location == TensorProto.EXTERNAL]
-        if bad is None and not all(type(n) is str for n in names):
-            bad = g
-    return external, bad
+        if not all(type(n) is str for n in names):
+            _bad_name(g)
 
 
 def _bad_name(g) -> None:
@@ -151,6 +137,30 @@ def _parse(data, what: str) -> onnx.ModelProto:
     except Exception as e:  # noqa: BLE001 - protobuf raises DecodeError or RuntimeError
         raise LoadError(f"{what}: not a valid ONNX model ({type(e).__name__}: {e})") from None
     return model
+
+
+def _all_tensors(model: onnx.ModelProto):
+    """Every TensorProto in the model: initializers, sparse initializers and
+    tensor attributes, in subgraphs too (iterative, so deep nesting cannot
+    overflow the stack)."""
+    graphs = [model.graph]
+    while graphs:
+        g = graphs.pop()
+        yield from g.initializer
+        for s in g.sparse_initializer:
+            yield s.values
+            yield s.indices
+        for node in g.node:
+            for a in node.attribute:
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+                if a.HasField("sparse_tensor"):
+                    yield a.sparse_tensor.values
+                    yield a.sparse_tensor.indices
+                if a.HasField("g"):
+                    graphs.append(a.g)
+                graphs.extend(a.graphs)
 
 
 def _map_external(tensor: TensorProto, base: str, maps: dict):
