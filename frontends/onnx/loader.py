@@ -114,18 +114,9 @@ def _parse_file(f, what: str, mapped: dict | None) -> onnx.ModelProto:
         if rest is not None:
             model = _parse(rest, what)
             mapped.update({name: mapped_array(image, entry) for name, entry in cut.items()})
-            _release_pages(image)
             return model  # the arrays keep the map open
     with image, memoryview(image) as view:
         return _parse(view, what)
-
-
-def _release_pages(image) -> None:
-    """Drop the file's pages, all read by the split, from this process's resident set (a read-only
-    map of the file: they stay in the page cache; a weight's pages fault back in when it is read).
-    Otherwise the whole file stays resident through the conversion, beside what is made of it."""
-    if hasattr(image, "madvise") and len(image) >= (1 << 20):
-        image.madvise(mmap.MADV_DONTNEED)
 
 
 def _parse(data, what: str) -> onnx.ModelProto:
