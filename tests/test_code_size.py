@@ -22,12 +22,9 @@ GENERATED = "_generated"  # armnn_import/serialize/armnn_schema*_generated.py (s
 LONG_FILES = {
     "armnn_import/ir/descriptors.py": "in flight: perf work (ir)",
     "armnn_import/ir/shapes.py": "in flight: perf work (ir)",
-    "frontends/onnx/convert.py": "in flight: perf work (the ONNX loader)",
 }
 #: functions over MAX_FUNCTION_LINES ("path::name"), and why they are left so
-LONG_FUNCTIONS = {
-    "frontends/tflite/model.py::_load": "in flight: perf work (the TFLite loader)",
-}
+LONG_FUNCTIONS: dict[str, str] = {}
 
 
 def _sources(root: Path):

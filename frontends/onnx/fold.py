@@ -10,6 +10,8 @@ from armnn_import.errors import ArmnnImportError
 from armnn_import.limits import check_shape
 from armnn_import.lowering import Unsupported
 
+from .context import check_size
+
 
 def shape_of(node, shape: tuple) -> np.ndarray:
     """Shape(x) (with the opset-15 start/end attributes) of a tensor of static `shape`."""
@@ -83,3 +85,28 @@ def fold(node, values: dict, opset: int, implicit=()) -> list:
         v = next(it) if n else None
         out.append(v if v is None or isinstance(v, list) else np.asarray(v))
     return out
+
+
+def fold_size_guard(node, values: dict, inferred: dict) -> None:
+    """Refuse to fold into absurdly large constants (a hostile ConstantOfShape, Range,
+    Expand or Tile would otherwise exhaust the memory)."""
+    for o in node.outputs:
+        if o and inferred.get(o) is not None and None not in inferred[o]:
+            check_size(inferred[o], f"the folded value of {o!r}")
+    v = [values.get(i) if i else None for i in node.inputs]
+    try:
+        if node.op == "ConstantOfShape" and v and isinstance(v[0], np.ndarray):
+            check_size(v[0].reshape(-1).tolist(), "ConstantOfShape's result")
+        elif node.op == "Range" and len(v) == 3 and all(isinstance(a, np.ndarray) for a in v):
+            start, limit, delta = (float(np.asarray(a).reshape(-1)[0]) for a in v)
+            if delta == 0 or not np.isfinite([start, limit, delta]).all():
+                raise Unsupported("Range with a zero or non-finite step or bound")
+            check_size([max(np.ceil((limit - start) / delta), 0)], "Range's result")
+        elif node.op in ("Expand", "Tile") and len(v) >= 2 and isinstance(v[1], np.ndarray):
+            shape, arg = np.shape(v[0]), v[1].reshape(-1).astype(np.int64).tolist()
+            if node.op == "Tile":
+                check_size([d * r for d, r in zip(shape, arg)], "Tile's result")
+            else:
+                check_size(np.broadcast_shapes(tuple(shape), tuple(max(a, 0) for a in arg)), "Expand's result")
+    except (ValueError, OverflowError, TypeError):
+        raise Unsupported("invalid shape arguments") from None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import heapq
 
 import numpy as np
 import onnx
@@ -9,6 +10,15 @@ from onnx import AttributeProto, helper, numpy_helper
 
 from armnn_import.errors import LoadError
 from armnn_import.limits import check_shape
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+PASS_THROUGH = ("Identity", "Dropout")
+SHAPE_OPS = ("Shape", "Size")
+
+
+# attribute types read straight from their field (the others go through get_attribute_value)
+_PLAIN = {AttributeProto.INT: "i", AttributeProto.FLOAT: "f", AttributeProto.INTS: "ints",
+          AttributeProto.FLOATS: "floats"}
 
 
 class Node:
@@ -26,21 +36,30 @@ class Node:
             self.implicit = []
             return
         want = _attribute_types(self.op, opset) if self.domain in ("", "ai.onnx") else {}
+        subgraphs = False
         for a in attributes:
-            t = want.get(a.name)
-            if t is not None and a.type != t and not a.ref_attr_name:
-                raise LoadError(f"node {self.name!r}: attribute {a.name!r} is {_type_name(a.type)}, but "
+            name, atype, ref = a.name, a.type, a.ref_attr_name
+            t = want.get(name)
+            if t is not None and atype != t and not ref:
+                raise LoadError(f"node {self.name!r}: attribute {name!r} is {_type_name(atype)}, but "
                                 f"{self.op} takes {_type_name(t)} (the model is invalid)", code="bad-model")
-            try:
-                v = helper.get_attribute_value(a)
-            except Exception as e:  # noqa: BLE001 - malformed attribute
-                raise LoadError(f"node {self.name!r}: attribute {a.name!r} cannot be read: {e}") from None
-            if isinstance(v, bytes):
-                v = v.decode("utf-8", "replace")
-            elif isinstance(v, list) and v and isinstance(v[0], bytes):
-                v = [x.decode("utf-8", "replace") for x in v]
-            self.attrs[a.name] = v
-        self.implicit = _implicit_inputs(proto)
+            field = None if ref else _PLAIN.get(atype)
+            if field is not None:  # what get_attribute_value gives for these, read directly
+                v = getattr(a, field)
+                if atype >= AttributeProto.FLOATS:
+                    v = list(v)
+            else:
+                try:
+                    v = helper.get_attribute_value(a)
+                except Exception as e:  # noqa: BLE001 - malformed attribute
+                    raise LoadError(f"node {self.name!r}: attribute {name!r} cannot be read: {e}") from None
+                if isinstance(v, bytes):
+                    v = v.decode("utf-8", "replace")
+                elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                    v = [x.decode("utf-8", "replace") for x in v]
+            self.attrs[name] = v
+            subgraphs = subgraphs or a.HasField("g") or len(a.graphs) > 0
+        self.implicit = _implicit_inputs(proto) if subgraphs else []
 
     def __repr__(self):
         return f"<{self.op} {self.name!r}>"
@@ -92,3 +111,42 @@ def sparse_to_dense(sp) -> np.ndarray:
     else:
         dense[tuple(idx.T)] = values
     return dense
+
+
+def toposort(graph, known, nodes: list[Node]) -> list[Node]:
+    """`nodes` in an order where each comes after the producers of what it reads (among the
+    ready ones, the lowest index first: the file's order when it is one); LoadError for a
+    tensor produced twice, an input nobody provides, or a cycle. `known`: initializers."""
+    available = {i.name for i in graph.input} | set(known) | {""}
+    producer: dict[str, int] = {}
+    for n in nodes:
+        for o in n.outputs:
+            if o and (o in producer or o in available):
+                raise LoadError(f"tensor {o!r} is produced twice (node {n.name!r})")
+            if o:
+                producer[o] = n.index
+    users: dict[int, list[int]] = {n.index: [] for n in nodes}
+    missing = {}
+    for n in nodes:
+        deps = set()
+        for name in n.inputs + n.implicit:
+            if name in producer:
+                deps.add(producer[name])
+            elif name not in available:
+                raise LoadError(f"node {n.name!r} reads {name!r}, which no node, input or initializer provides")
+        missing[n.index] = len(deps)
+        for d in deps:
+            users[d].append(n.index)
+    heap = [i for i, k in missing.items() if k == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        i = heapq.heappop(heap)
+        order.append(nodes[i])
+        for u in users[i]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(heap, u)
+    if len(order) != len(nodes):
+        raise LoadError("the graph has a cycle")
+    return order

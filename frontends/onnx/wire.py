@@ -61,12 +61,18 @@ def _fields(buf, pos: int, end: int, most: int | None = None):
     """(field number, wire type, field start, value start, field end) of each field in
     buf[pos:end]; ValueError after `most` fields (garbage is not walked byte by byte in Python)."""
     count = 0
+    if most is None:
+        most = end  # (a field takes at least one byte)
     while pos < end:
         count += 1
-        if most is not None and count > most:
+        if count > most:
             raise ValueError("more fields than such a message has")
         start = pos
-        key, pos = _varint(buf, pos, end)
+        key = buf[pos]  # (one-byte varints, the usual keys and lengths, read inline)
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
         field, wire = key >> 3, key & 7
         value = pos
         if wire == VARINT:
@@ -74,7 +80,11 @@ def _fields(buf, pos: int, end: int, most: int | None = None):
         elif wire == I64:
             pos += 8
         elif wire == LEN:
-            n, value = _varint(buf, pos, end)
+            n = buf[pos] if pos < end else 0x80
+            if n < 0x80:
+                value = pos + 1
+            else:
+                n, value = _varint(buf, pos, end)
             pos = value + n
         elif wire == I32:
             pos += 4
@@ -109,14 +119,14 @@ def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES, float_m
 
 
 def _graph(buf, pos: int, end: int, min_bytes: tuple, found: dict) -> bytes:
-    pieces, seen = [], set()
+    pieces, seen, kept = [], set(), pos  # buf[kept:] is copied as it is, up to the next cut
     for field, wire, start, value, stop in _fields(buf, pos, end):
         if field == GRAPH_INITIALIZER and wire == LEN:
             tensor = _tensor(buf, value, stop, min_bytes, found, seen)
             if tensor is not None:
-                pieces += [_encode_varint(field << 3 | LEN), _encode_varint(len(tensor)), tensor]
-                continue
-        pieces.append(buf[start:stop])
+                pieces += [buf[kept:start], _encode_varint(field << 3 | LEN), _encode_varint(len(tensor)), tensor]
+                kept = stop
+    pieces.append(buf[kept:end])
     return b"".join(pieces)
 
 

@@ -63,7 +63,7 @@ def fields(buf, pos: int, n: int) -> tuple:
     if not 0 <= vtable <= _UMAX:
         N.enforce_number(vtable, N.UOffsetTFlags)
     k = min(n, max(0, (_VOFFSET.unpack_from(buf, vtable)[0] - 3) // 2))  # field i: 4 + 2i < vtable size
-    got = struct.unpack_from(f"<{k}H", buf, vtable + 4) if k else ()
+    got = (_FIELDS[k] if k < len(_FIELDS) else struct.Struct(f"<{k}H")).unpack_from(buf, vtable + 4) if k else ()
     return got + (0,) * (n - k) if k < n else got
 
 
@@ -90,3 +90,4 @@ def scalar(buf, at: int, fmt: struct.Struct):
 
 
 _UOFFSET = struct.Struct("<I")
+_FIELDS = [struct.Struct(f"<{k}H") for k in range(16)]  # k vtable entries (the loader asks for at most 9)

@@ -19,25 +19,22 @@ import numpy as np
 
 from armnn_import.errors import LoadError
 from armnn_import.discovery import open_regular
-from armnn_import.limits import ConstantBudget, check_file_size, check_shape, check_tensor_bytes, get_limits
+from armnn_import.limits import ConstantBudget, check_file_size, check_shape
 
 from . import fasttable as FT
+from .buffers import NP_TYPES, Source, constant, read_buffer, sparse_constant  # noqa: F401 (NP_TYPES: ops/shape.py)
 from .fasttable import fast
 from .options import read_options
-from .sparse import SparsityError, bypass_densify, densify, read_sparsity
+from .sparse import bypass_densify, read_sparsity
 
-# TensorType -> numpy dtype of constant data (None: no numpy equivalent we read).
-NP_TYPES = {
-    0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
-    7: np.int16, 9: np.int8, 10: np.float64, 12: np.uint64, 15: np.uint32, 16: np.uint16,
-}
 TYPE_NAMES = {
     0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 5: "STRING", 6: "BOOL",
     7: "INT16", 8: "COMPLEX64", 9: "INT8", 10: "FLOAT64", 11: "COMPLEX128", 12: "UINT64",
     13: "RESOURCE", 14: "VARIANT", 15: "UINT32", 16: "UINT16", 17: "INT4", 18: "BFLOAT16",
 }
 SCHEMA_VERSION = 3
-_U32, _I8, _BOOL = struct.Struct("<I"), struct.Struct("<b"), struct.Struct("<?")
+_INTS = [struct.Struct(f"<{n}i") for n in range(16)]  # shapes and operator tensor lists
+_U32, _U64, _I8, _BOOL = struct.Struct("<I"), struct.Struct("<Q"), struct.Struct("<b"), struct.Struct("<?")
 # Integer types and the zero points they can hold (their quantization is used; that of
 # float tensors is ignored, as TFLite does).
 ZERO_POINT_RANGE = {3: (0, 255), 9: (-128, 127), 7: (-32768, 32767), 2: (-(1 << 31), (1 << 31) - 1),
@@ -153,28 +150,13 @@ def read_model_file(path):
 
 
 def _load(source) -> TFModel:
-    from tflite.Model import Model
-
-    if isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
-        buf = source if isinstance(source, mmap.mmap) else bytes(source)
-        if len(buf) < 8:
-            raise LoadError(f"not a TFLite file: only {len(buf)} bytes")
-        if buf[4:8] != b"TFL3":
-            raise LoadError("not a TFLite file: the FlatBuffers identifier is not 'TFL3'")
-        root = struct.unpack_from("<I", buf, 0)[0]
-        if root + 4 > len(buf):
-            raise LoadError("malformed TFLite file: the root offset points past the end of the file")
-        model = fast(Model.GetRootAs(buf, 0))
-    else:  # an in-memory tflite.Model
-        model = source
-        buf = model._tab.Bytes
+    model, buf = _root(source)
     check_file_size(len(buf), "TFLite file")
     budget = _Budget(len(buf))
     constants = ConstantBudget()
     version = model.Version()
     if version != SCHEMA_VERSION:
         raise LoadError(f"unsupported TFLite schema version {version} (expected {SCHEMA_VERSION})")
-
     codes = [_opcode(model.OperatorCodes(i), i) for i in range(budget.count(
         model.OperatorCodesLength(), 4, "the operator code list"))]
     nsub = budget.count(model.SubgraphsLength(), 4, "the subgraph list")
@@ -184,14 +166,48 @@ def _load(source) -> TFModel:
     sg = fast(model.Subgraphs(0))
     if sg is None:
         raise LoadError("malformed TFLite file: subgraph 0 is missing")
-
     data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
     ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
-    tensors = [_tensor(model, pos, i, nbuf, budget, len(buf), constants)
-               for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[0]) if ntens else ())]
+    src = Source(model, nbuf, budget, constants)
+    tensors = [_tensor(src, pos, i) for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[0]) if ntens else ())]
+    refs = _refs(data, budget, ntens)
+    inputs = refs(_at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
+    outputs = refs(_at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
+    if not outputs:  # an Arm NN network without an Output layer does not load
+        raise LoadError("the TFLite model has no outputs")
+    nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
+    ops = _operators(data, FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else (), codes, refs, budget)
+    ops, outputs, folded = bypass_densify(tensors, ops, outputs)
+    result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    _release_pages(buf)
+    return result
 
+
+def _root(source):
+    """(the tflite.Model, the file's bytes) of bytes, a memory map or an in-memory tflite.Model."""
+    from tflite.Model import Model
+
+    if not isinstance(source, (bytes, bytearray, memoryview, mmap.mmap)):
+        return source, source._tab.Bytes
+    buf = source if isinstance(source, mmap.mmap) else bytes(source)
+    if len(buf) < 8:
+        raise LoadError(f"not a TFLite file: only {len(buf)} bytes")
+    if buf[4:8] != b"TFL3":
+        raise LoadError("not a TFLite file: the FlatBuffers identifier is not 'TFL3'")
+    root = struct.unpack_from("<I", buf, 0)[0]
+    if root + 4 > len(buf):
+        raise LoadError("malformed TFLite file: the root offset points past the end of the file")
+    return fast(Model.GetRootAs(buf, 0)), buf
+
+
+def _at(pos: int, off: int) -> int:  # where a table at `pos` keeps a field at offset `off` (0: absent)
+    return pos + off if off else 0
+
+
+def _refs(data, budget, ntens: int):
+    """refs(at, what, allow_optional=False): the tensor indices of the int vector whose offset
+    is at `at` (0: none), each checked to be a tensor of the subgraph (or -1 when optional)."""
     def refs(at, what, allow_optional=False):
-        """The tensor indices of the int vector whose offset is at `at` (0: none)."""
         out = _ints(data, at, budget, what)
         if out and not (-1 if allow_optional else 0) <= min(out) <= max(out) < ntens:
             for v in out:
@@ -199,17 +215,13 @@ def _load(source) -> TFModel:
                     raise LoadError(f"malformed TFLite file: {what} references tensor {v}, "
                                     f"but the subgraph has {ntens} tensors")
         return out
+    return refs
 
-    def at(pos, off):
-        return pos + off if off else 0
 
-    inputs = refs(at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
-    outputs = refs(at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
-    if not outputs:  # an Arm NN network without an Output layer does not load
-        raise LoadError("the TFLite model has no outputs")
+def _operators(data, positions, codes, refs, budget) -> list[Operator]:
+    """The operators of the tables at `positions`, their opcodes, tensors and options checked."""
     ops, seen = [], {}
-    nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
-    for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else ()):
+    for i, pos in enumerate(positions):
         # opcode_index, inputs, outputs, builtin_options_type, builtin_options, custom_options,
         # custom_options_format, mutating_variable_inputs, intermediates
         f = FT.fields(data, pos, 9)
@@ -219,13 +231,10 @@ def _load(source) -> TFModel:
                             f"but the model has {len(codes)} operator codes")
         name, ver, custom = codes[idx]
         ops.append(Operator(
-            i, name, ver, refs(at(pos, f[1]), f"operator {i} inputs", allow_optional=True),
-            refs(at(pos, f[2]), f"operator {i} outputs"), read_options(data, pos, f, budget, seen), custom,
-            refs(at(pos, f[8]), f"operator {i} intermediates")))
-    ops, outputs, folded = bypass_densify(tensors, ops, outputs)
-    result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
-    _release_pages(buf)
-    return result
+            i, name, ver, refs(_at(pos, f[1]), f"operator {i} inputs", allow_optional=True),
+            refs(_at(pos, f[2]), f"operator {i} outputs"), read_options(data, pos, f, budget, seen), custom,
+            refs(_at(pos, f[8]), f"operator {i} intermediates")))
+    return ops
 
 
 def _release_pages(buf) -> None:
@@ -259,18 +268,16 @@ def _ints(buf, at: int, budget, what: str) -> tuple[int, ...]:
         return ()
     if start + 4 * n > len(buf):
         raise LoadError(f"malformed TFLite file: cannot read {what}")
-    return struct.unpack_from(f"<{n}i", buf, start)
+    return (_INTS[n] if n < len(_INTS) else struct.Struct(f"<{n}i")).unpack_from(buf, start)
 
 
-def _tensor(model, pos, i, nbuf, budget, size, constants) -> Tensor:
-    from tflite.Tensor import Tensor as TensorTable
-
-    data = model._tab.Bytes
+def _tensor(src: Source, pos: int, i: int) -> Tensor:
+    data, budget, nbuf = src.data, src.budget, src.nbuf
     # shape, type, buffer, name, quantization, is_variable, sparsity, shape_signature
     f = FT.fields(data, pos, 8)
     rank = FT.vector(data, pos + f[0])[1] if f[0] else 0
-    if rank > get_limits().max_rank:  # before reading the shape vector
-        raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {get_limits().max_rank} dimensions")
+    if rank > src.limits.max_rank:  # before reading the shape vector
+        raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {src.limits.max_rank} dimensions")
     shape = _ints(data, pos + f[0] if f[0] else 0, budget, f"tensor {i} shape")
     sig = None
     n = FT.vector(data, pos + f[7])[1] if f[7] else 0
@@ -279,9 +286,11 @@ def _tensor(model, pos, i, nbuf, budget, size, constants) -> Tensor:
             raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
         sig = _ints(data, pos + f[7], budget, f"tensor {i} signature")
     name = _text(FT.string(data, pos + f[3]) if f[3] else None) or f"tensor_{i}"
-    check_shape(shape, f"tensor {name!r}")
+    if shape and (min(shape) < 0 or math.prod(shape) > src.limits.max_elements):  # (the rank is checked)
+        check_shape(shape, f"tensor {name!r}")  # raises what is wrong
     t = None
     if f[4] or f[6]:  # quantization or sparsity: read through the generated table
+        from tflite.Tensor import Tensor as TensorTable  # (imported here: most tensors need none)
         t = TensorTable()
         t.Init(data, pos)
         t = fast(t)
@@ -310,13 +319,13 @@ def _tensor(model, pos, i, nbuf, budget, size, constants) -> Tensor:
         raise LoadError(f"malformed TFLite file: tensor {name!r} uses buffer {b}, "
                         f"but the model has {nbuf} buffers")
     if b and nbuf:
-        raw = _buffer(model, b, budget, size)
+        raw = read_buffer(src, b)
         if raw is not None and raw.size and sparsity is not None:
-            tensor.data = _sparse_constant(tensor, raw, read_sparsity(sparsity, budget, name), constants)
+            tensor.data = sparse_constant(tensor, raw, read_sparsity(sparsity, budget, name), src.constants)
             tensor.sparse, tensor.densified = False, True
         elif raw is not None and raw.size:
-            constants.add(raw.size, f"tensor {name!r}")
-            tensor.data = _constant(tensor, raw, alias=_immutable(model._tab.Bytes))
+            src.constants.add(raw.size, f"tensor {name!r}")
+            tensor.data = constant(tensor, raw, alias=src.alias)
     return tensor
 
 
@@ -331,57 +340,3 @@ def _check_quant(name: str, type_: int, scale: np.ndarray, zp: np.ndarray) -> No
         bad = zp[(zp < lo) | (zp > hi)][0]
         raise LoadError(f"tensor {name!r}: zero point {bad} is out of range for {TYPE_NAMES[type_]} "
                         f"[{lo}, {hi}]")
-
-
-def _buffer(model, b, budget, size) -> np.ndarray | None:
-    buf = fast(model.Buffers(b))
-    if buf is None:
-        raise LoadError(f"malformed TFLite file: buffer {b} is missing")
-    off, n = int(buf.Offset()), int(buf.Size())
-    if off > 1:  # large models keep data after the FlatBuffer, offset from the file start
-        if off + n > size:
-            raise LoadError(f"malformed TFLite file: buffer {b} ({n} bytes at {off}) runs past "
-                            f"the end of the file ({size} bytes)")
-        return np.frombuffer(model._tab.Bytes, np.uint8, count=n, offset=off)
-    n = buf.DataLength()
-    return _numpy(buf.DataAsNumpy, n, budget, f"buffer {b}") if n else None
-
-
-# Constants at least this large alias the file image instead of being copied.
-ALIAS_MIN_BYTES = 1 << 16
-
-
-def _immutable(buf) -> bool:
-    """Whether views of the model's buffer may be kept: bytes, or a read-only map (ours)."""
-    return isinstance(buf, bytes) or (isinstance(buf, mmap.mmap) and memoryview(buf).readonly)
-
-
-def _constant(t: Tensor, raw: np.ndarray, alias: bool = False) -> np.ndarray:
-    dtype = NP_TYPES.get(t.type)
-    if dtype is None:
-        raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
-    check_tensor_bytes(t.shape, np.dtype(dtype).itemsize, raw.size, f"tensor {t.name!r} ({t.type_name})")
-    le = np.dtype(dtype).newbyteorder("<")
-    if alias and raw.size >= ALIAS_MIN_BYTES:
-        # A large constant of an immutable file image is used in place (read-only): the
-        # weights are then held once, by the file (for a path, it is ours and holds little else).
-        return np.frombuffer(raw, le).astype(dtype, copy=False).reshape(t.shape)
-    # a copy: a small constant must not keep the whole file alive, nor alias a caller's buffer
-    return np.frombuffer(raw.tobytes(), dtype=le).astype(dtype).reshape(t.shape)
-
-
-def _sparse_constant(t: Tensor, raw: np.ndarray, sp, constants) -> np.ndarray:
-    """The dense data of a sparse constant (its buffer holds only the stored values)."""
-    dtype = NP_TYPES.get(t.type)
-    if dtype is None:
-        raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
-    item = np.dtype(dtype).itemsize
-    if raw.size % item:
-        raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r} ({t.type_name}) has {raw.size} "
-                        f"bytes of values, not a multiple of {item}")
-    constants.add(math.prod(t.shape) * item, f"tensor {t.name!r}")
-    values = np.frombuffer(raw.tobytes(), np.dtype(dtype).newbyteorder("<")).astype(dtype)
-    try:
-        return densify(t.shape, sp, values)
-    except SparsityError as e:
-        raise LoadError(f"malformed TFLite file: sparse tensor {t.name!r}: {e}") from None

@@ -1,0 +1,142 @@
+"""The network's edges: the ONNX graph inputs as Input layers (their shapes pinned, checked and
+written back for shape inference), and the graph outputs as Output layers."""
+from __future__ import annotations
+
+from onnx import TensorProto
+
+from armnn_import.errors import ConversionError, GraphError, LoadError, Problem, UnsupportedModelError, printable
+from armnn_import.ir.descriptors import ReshapeDescriptor
+from armnn_import.ir.graph import Port
+from armnn_import.ir.types import DataType, LayerType, TensorInfo
+from armnn_import.lowering import Unsupported
+
+from .context import MAX_RANK
+
+INPUT_TYPES = {TensorProto.FLOAT: DataType.Float32, TensorProto.INT32: DataType.Signed32,
+               TensorProto.INT64: DataType.Signed32, TensorProto.BOOL: DataType.Boolean}
+
+
+def add_inputs(conv) -> None:
+    g, opts = conv.model.graph, conv.options
+    pinned = dict(opts.input_shapes or {})
+    runtime = [i for i in g.input if i.name not in conv.values]
+    names = [i.name for i in runtime]
+    for k in pinned:
+        if k not in names:
+            raise ConversionError(f"--input-shape names {k!r}, which is not an input of the model "
+                                  f"(inputs: {', '.join(names) or 'none'})")
+    bad = []
+    for vi in runtime:
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None:
+            bad.append(Problem("input", vi.name, "is not a tensor (sequences, maps and optionals "
+                                                  "cannot be network inputs)", code="unsupported-type"))
+            continue
+        dtype = INPUT_TYPES.get(tt.elem_type)
+        if dtype is None:
+            bad.append(Problem("input", vi.name, f"has element type "
+                               f"{TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in TensorProto.DataType.values() else tt.elem_type}; "
+                               "Arm NN inputs here can be float32 (or int32/int64 indices, bool)",
+                               "convert the model to float32", code="unsupported-type"))
+            continue
+        if tt.elem_type == TensorProto.INT64:
+            conv.report.warn(f"input {vi.name!r} is int64 in ONNX; it becomes a Signed32 (int32) input")
+        shape = _input_shape(conv, vi, tt, pinned.get(vi.name))
+        if len(shape) > MAX_RANK:
+            bad.append(Problem("input", vi.name, f"has {len(shape)} dimensions; Arm NN tensors have at most 5"))
+            continue
+        if any(d <= 0 for d in shape):
+            bad.append(Problem("input", vi.name, f"has an empty shape {shape}"))
+            continue
+        # write the pinned shape back so that shape inference sees it
+        del tt.shape.dim[:]
+        for d in shape:
+            tt.shape.dim.add().dim_value = d
+        q = conv.quant.input_quant(vi.name) if dtype == DataType.Float32 else None
+        if q is not None:  # a float input feeding QuantizeLinear only: the network takes uint8
+            dtype = DataType.QuantisedAsymm8
+        port = conv.g.add_input(vi.name, TensorInfo(shape or (1,), dtype, *(q or (1.0, 0))))
+        if not shape:
+            conv.scalars.add(port)
+        conv.values[vi.name] = port
+        if conv.anchor is None and dtype == DataType.Float32 and len(shape) <= 4:
+            conv.anchor = port
+    if bad:
+        raise UnsupportedModelError(bad)
+
+
+def _input_shape(conv, vi, tt, pinned) -> tuple[int, ...]:
+    # (names are escaped: the hints must stay on one line, whatever the model calls its inputs)
+    if pinned is not None:
+        try:
+            shape = tuple(int(d) for d in pinned)
+        except (TypeError, ValueError):
+            raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be integers, "
+                                  f"got {pinned!r}") from None
+        if tt.HasField("shape") and len(tt.shape.dim) != len(shape):
+            raise ConversionError(f"--input-shape {printable(vi.name)}: the input has {len(tt.shape.dim)} "
+                                  f"dimensions, {len(shape)} given")
+        if any(d <= 0 for d in shape):
+            raise ConversionError(f"--input-shape {printable(vi.name)}: dimensions must be positive, got {shape}")
+        for i, d in enumerate(tt.shape.dim if tt.HasField("shape") else []):
+            if d.HasField("dim_value") and d.dim_value > 0 and d.dim_value != shape[i]:
+                raise ConversionError(f"--input-shape {printable(vi.name)}: dimension {i} is fixed to "
+                                      f"{d.dim_value} in the model, {shape[i]} given")
+        return shape
+    if not tt.HasField("shape"):
+        raise ConversionError(f"input {vi.name!r} has no shape in the model; give it with "
+                              f"--input-shape {printable(vi.name)}=d0,d1,...", code="dynamic-shape")
+    shape = []
+    for i, d in enumerate(tt.shape.dim):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            shape.append(int(d.dim_value))
+        elif i == 0:
+            what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
+            conv.report.warn(f"input {vi.name!r}: the {what} batch dimension is set to 1 "
+                             f"(use --input-shape {printable(vi.name)}=... to choose another)")
+            conv.guessed_dim0.add(vi.name)
+            shape.append(1)
+        else:
+            what = f"symbolic ({d.dim_param!r})" if d.dim_param else "unknown"
+            raise ConversionError(f"input {vi.name!r}: dimension {i} is {what}; Arm NN needs static "
+                                  f"shapes, give them with --input-shape {printable(vi.name)}=d0,d1,...",
+                                  code="dynamic-shape")
+    return tuple(shape)
+
+
+def add_outputs(conv) -> None:
+    for vi in conv.model.graph.output:
+        v = conv.values.get(vi.name)
+        if conv.problems:
+            continue  # the conversion fails anyway: problems are what matters now
+        if v is None:
+            raise LoadError(f"graph output {vi.name!r} is produced by no node, input or initializer")
+        if isinstance(v, list):
+            conv.problems.append(Problem("output", vi.name, "is a sequence; Arm NN outputs are tensors",
+                                         code="unsupported-type"))
+            continue
+        try:
+            if not isinstance(v, Port):
+                v = conv.materialize(v, f"{vi.name}_value")
+            elif v in conv.bool_float:  # a float 0/1 mask standing for a boolean output
+                half = conv.b.fill_like(v, 0.5, f"{vi.name}_half")
+                v = conv.b.binary(LayerType.Greater, v, half, f"{vi.name}_bool")
+            elif v.layer.type == LayerType.Input:
+                # Arm NN wants a layer between an input and an output
+                v = conv.g.add(LayerType.Reshape, f"{vi.name}_copy", [v],
+                               ReshapeDescriptor(v.info.shape)).out()
+        except Unsupported as e:
+            conv.problems.append(Problem("output", vi.name, e.reason, e.hint, code=e.code))
+            continue
+        except GraphError as e:
+            conv.problems.append(Problem("output", vi.name, f"cannot be produced: {e}"))
+            continue
+        _free_name(conv, vi.name)
+        conv.g.add_output(vi.name, v)
+
+
+def _free_name(conv, name: str) -> None:
+    """Output layers keep the ONNX output names: rename an inner layer that took one."""
+    for layer in conv.g.layers:
+        if layer.name == name and layer.type not in (LayerType.Input, LayerType.Output):
+            conv.g.rename(layer, conv.g.unique_name(f"{name}_op"))
