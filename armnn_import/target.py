@@ -50,7 +50,7 @@ class Target:
         key = (self.release, type(thing), thing)  # (the type too: equal IntEnums of two enums)
         got = _HAS.get(key)
         if got is None:
-            from .ir.descriptors import since
+            from .ir.kinds import since
             got = _HAS[key] = self.at_least(since(thing))
         return got
 

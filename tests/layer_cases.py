@@ -23,8 +23,9 @@ from armnn_import.ir import (ActivationDescriptor, ActivationFunction, BatchNorm
                              PermuteDescriptor, Pooling2dDescriptor, PoolingAlgorithm,
                              ReshapeDescriptor, ResizeBilinearDescriptor, SoftmaxDescriptor,
                              SpaceToBatchNdDescriptor, StridedSliceDescriptor, TensorInfo)
-from armnn_import.ir.descriptors import (BINARY_LAYERS, LAYER_KINDS, ArgMinMaxDescriptor, ComparisonDescriptor,
+from armnn_import.ir.descriptors import (ArgMinMaxDescriptor, ComparisonDescriptor,
                                          ElementwiseUnaryDescriptor, LogSoftmaxDescriptor)
+from armnn_import.ir.kinds import BINARY_LAYERS, LAYER_KINDS
 from armnn_import.ir.descriptors import BatchMatMulDescriptor, GatherDescriptor
 from armnn_import.ir.types import ArgMinMaxFunction, ComparisonOperation, UnaryOperation
 from armnn_import.ir.descriptors import ResizeDescriptor, TransposeDescriptor

@@ -22,7 +22,7 @@ import pytest
 
 from armnn_import import cli
 from armnn_import.executor import run as run_executor
-from armnn_import.ir.descriptors import since
+from armnn_import.ir.kinds import since
 from armnn_import.ir.graph import Graph
 from armnn_import.ir.types import DataLayout, DataType, LayerType, TensorInfo
 from armnn_import.ir.verify import verify

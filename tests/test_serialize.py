@@ -13,7 +13,7 @@ from armnn_import.ir import (ActivationDescriptor, ActivationFunction, ConstTens
                              LayerType, MeanDescriptor, OriginsDescriptor, PadDescriptor, PermuteDescriptor,
                              Pooling2dDescriptor, PoolingAlgorithm, ReshapeDescriptor, SoftmaxDescriptor,
                              StridedSliceDescriptor, TensorInfo)
-from armnn_import.ir.descriptors import UNION_ORDER
+from armnn_import.ir.kinds import UNION_ORDER
 from armnn_import.ir.graph import Graph, graph_differences
 from armnn_import.ir.verify import verify
 from armnn_import.serialize import armnn_schema_generated as fb

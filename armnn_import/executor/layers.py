@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExecutionError
-from ..ir.descriptors import BINARY_LAYERS
-from ..ir.shapes import strided_slice_range
+from ..ir.kinds import BINARY_LAYERS
+from ..ir.geometry import strided_slice_range
 from ..ir.types import (ActivationFunction, DataLayout, DataType, LayerType, TensorInfo,
                         NormalizationAlgorithmChannel, NormalizationAlgorithmMethod)
 from .common import const_of, cpp_max, cpp_min, input_nchw, layer_fn, seq_sum, to_nchw, from_nchw

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
-from .descriptors import LAYER_KINDS
+from .kinds import LAYER_KINDS
 from .types import ConstTensor, DataType, LayerType, TensorInfo
 
 

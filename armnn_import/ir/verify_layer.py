@@ -8,7 +8,7 @@ import typing
 from enum import IntEnum
 
 from ..errors import GraphError
-from .descriptors import BINARY_LAYERS, since
+from .kinds import BINARY_LAYERS, since
 from .shapes import NUM_INPUTS, NUM_OUTPUTS, infer_outputs
 from .types import DataType, LayerType, TensorInfo
 from .verify_rules import RULES as _RULES_A, no_rule

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .shapes import hw_axes
+from .geometry import hw_axes
 from .types import DataLayout, DataType, LayerType
 
 _CONV = (LayerType.Convolution2d, LayerType.DepthwiseConvolution2d)

@@ -15,7 +15,8 @@ import dataclasses
 import heapq
 
 from ..ir.axes import TO_NCHW, TO_NHWC
-from ..ir.descriptors import BINARY_LAYERS, PermuteDescriptor
+from ..ir.descriptors import PermuteDescriptor
+from ..ir.kinds import BINARY_LAYERS
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import DataLayout, LayerType
 from ..lowering.builder import inverse_perm

@@ -12,7 +12,7 @@ import flatbuffers
 import numpy as np
 
 from ..errors import ReadError
-from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, UNION_SIZE, schema_name, since
+from ..ir.kinds import LAYER_KINDS, UNION_ORDER, UNION_SIZE, schema_name, since
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import ConstTensor, ConstTensorData, DataLayout, DataType, LayerType, TensorInfo
 from ..target import Target

@@ -17,8 +17,8 @@ from typing import Iterator
 import numpy as np
 
 from ..errors import SerializationError
-from ..ir.descriptors import LAYER_KINDS, UNION_ORDER, since
-from ..ir.descriptors import schema_name as _schema_name
+from ..ir.kinds import LAYER_KINDS, UNION_ORDER, since
+from ..ir.kinds import schema_name as _schema_name
 from ..ir.graph import Graph
 from ..ir.types import ConstTensor, ConstTensorData, LayerType, TensorInfo
 from .layouts import WEIGHTS_LAYOUT_SCHEME, depthwise_to_file

@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.shapes import pool_out_size
+from armnn_import.ir.geometry import pool_out_size
 from armnn_import.ir.types import DataLayout
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L

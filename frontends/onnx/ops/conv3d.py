@@ -138,7 +138,7 @@ def _direct_geometry(ctx, node, is_conv):
 
 def _rounding(ctx, node, geo) -> bool:
     """Whether Arm NN's ceiling rounding gives ONNX's output size (one rounding for all axes)."""
-    from armnn_import.ir.shapes import pool_out_size
+    from armnn_import.ir.geometry import pool_out_size
     from armnn_import.ir.types import OutputShapeRounding as R
     ceil, auto = bool(ctx.attr(node, "ceil_mode", 0)), ctx.attr(node, "auto_pad", "NOTSET")
     want = []
