@@ -16,6 +16,16 @@ def topological_order(layers: list) -> list | None:
     order: list = []
     visiting: set[int] = set()
     for root in layers:
+        rid = id(root)
+        if rid in done:
+            continue
+        for src, _ in root.inputs:  # every input placed already (nearly every layer): the DFS
+            if id(src) not in done:  # below would only append it
+                break
+        else:
+            done.add(rid)
+            order.append(root)
+            continue
         stack = [(root, 0)]
         while stack:
             layer, i = stack.pop()

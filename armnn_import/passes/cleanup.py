@@ -26,8 +26,14 @@ def bypass(graph: Graph, layer: Layer) -> bool:
     return True
 
 
+IDENTITY_TYPES = frozenset({LayerType.Reshape, LayerType.Pad, LayerType.Permute, LayerType.StridedSlice,
+                             LayerType.Merger, LayerType.Activation})
+
+
 def is_identity(layer: Layer) -> bool:
     t, d = layer.type, layer.desc
+    if t not in IDENTITY_TYPES:  # first: cheaper than comparing the TensorInfos (every layer is asked)
+        return False
     if len(layer.inputs) != 1 or len(layer.outputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
         return False
     if t in (LayerType.Reshape, LayerType.Pad):
