@@ -101,15 +101,15 @@ def merge_duplicates(graph: Graph, report: Report) -> int:
 
 def remove_dead_layers(graph: Graph, report: Report) -> int:
     """Drop layers whose results reach no Output (Input layers stay: they are the bindings)."""
-    live: set[int] = set()
+    live: set = set()  # (layers: a Layer hashes by identity)
     stack = [l for l in graph.layers if l.type == LayerType.Output]
     while stack:
         l = stack.pop()
-        if id(l) in live:
+        if l in live:
             continue
-        live.add(id(l))
-        stack.extend(p.layer for p in l.inputs)
-    dead = [l for l in graph.layers if id(l) not in live and l.type != LayerType.Input]
+        live.add(l)
+        stack.extend([p[0] for p in l.inputs])
+    dead = [l for l in graph.layers if l not in live and l.type != LayerType.Input]
     graph.remove(dead)
     return len(dead)
 
