@@ -58,9 +58,10 @@ def _inputs_key(layer: Layer):
     """The type and inputs of a layer that may be merged (None: never merged)."""
     if layer.type in (LayerType.Input, LayerType.Output) or not layer.inputs:
         return None
-    if any(t.stored.nbytes > 4096 for t in layer.tensors.values()):
-        return None  # large weights: not worth hashing
-    return (layer.type, tuple((id(p.layer), p.slot) for p in layer.inputs))
+    for t in layer.tensors.values():  # (a loop, not any() over a generator: every layer is asked)
+        if t.stored.nbytes > 4096:
+            return None  # large weights: not worth hashing
+    return (layer.type, tuple([(id(p[0]), p[1]) for p in layer.inputs]))
 
 
 def _key(layer: Layer):
