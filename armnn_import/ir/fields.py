@@ -57,6 +57,8 @@ def _canonical(self):
                 continue
             v = float(np.float32(v))
         else:
+            if type(v) is tuple and all([type(e) is int for e in v]):
+                continue  # (a tuple of ints already, as most callers pass: the loop below would copy it)
             v = tuple(tuple(int(x) for x in e) if isinstance(e, (tuple, list, np.ndarray)) else int(e) for e in v)
         setattr(self, f, v)
 

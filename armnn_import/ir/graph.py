@@ -226,8 +226,8 @@ class Graph:
         every layer that reads it (their source's consumer count changed)."""
         watch, uses = self.watch, self._uses
         watch(producer)
-        for slot in range(len(producer.outputs)):
-            for u, _ in list(uses.get(Port(producer, slot), ())):
+        for slot in range(len(producer.outputs)):  # ((layer, slot) finds the Port key: a Port is that tuple)
+            for u, _ in uses.get((producer, slot), ()):  # (a watcher only records: the dict stays as it is)
                 watch(u)
 
     def set_inputs(self, layer: Layer, inputs: Sequence[Port]) -> None:

@@ -97,13 +97,13 @@ def _structure(graph) -> list[str]:
     names = [l.name for l in layers]
     problems = [] if len(set(names)) == len(names) else \
         [f"layer name {name!r} is used by {n} layers" for name, n in Counter(names).items() if n > 1]
-    pos = {id(l): i for i, l in enumerate(layers)}
+    pos = {l: i for i, l in enumerate(layers)}  # (a Layer hashes by identity: no id() calls)
     late = []  # (layer, position, the first input defined after it, its position)
     for i, layer in enumerate(layers):
         first_late = None
         for j, p in enumerate(layer.inputs):
             src = p.layer
-            k = pos.get(id(src))
+            k = pos.get(src)
             if k is None:
                 problems.append(f"layer {layer.name!r} input {j} comes from layer {src.name!r}, "
                                 "which is not in the graph")
@@ -147,9 +147,9 @@ def _bindings(graph) -> list[str]:
     """Arm NN 20.08 cannot load a network without outputs, nor bind an input
     that feeds nothing ("No input layer is associated with id N")."""
     problems = [] if any(l.type == LayerType.Output for l in graph.layers) else ["the network has no Output layer"]
-    used = {id(p.layer) for l in graph.layers for p in l.inputs}
+    used = {p[0] for l in graph.layers for p in l.inputs}
     return problems + [f"Input layer {l.name!r} feeds no layer (passes.cleanup.drop_unused_inputs removes it)"
-                       for l in graph.layers if l.type == LayerType.Input and id(l) not in used]
+                       for l in graph.layers if l.type == LayerType.Input and l not in used]
 
 
 def _find_cycle(graph):

@@ -26,8 +26,14 @@ def bypass(graph: Graph, layer: Layer) -> bool:
     return True
 
 
+IDENTITY_TYPES = frozenset({LayerType.Reshape, LayerType.Pad, LayerType.Permute, LayerType.StridedSlice,
+                             LayerType.Merger, LayerType.Activation})
+
+
 def is_identity(layer: Layer) -> bool:
     t, d = layer.type, layer.desc
+    if t not in IDENTITY_TYPES:  # first: cheaper than comparing the TensorInfos (every layer is asked)
+        return False
     if len(layer.inputs) != 1 or len(layer.outputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
         return False
     if t in (LayerType.Reshape, LayerType.Pad):
@@ -52,9 +58,10 @@ def _inputs_key(layer: Layer):
     """The type and inputs of a layer that may be merged (None: never merged)."""
     if layer.type in (LayerType.Input, LayerType.Output) or not layer.inputs:
         return None
-    if any(t.stored.nbytes > 4096 for t in layer.tensors.values()):
-        return None  # large weights: not worth hashing
-    return (layer.type, tuple((id(p.layer), p.slot) for p in layer.inputs))
+    for t in layer.tensors.values():  # (a loop, not any() over a generator: every layer is asked)
+        if t.stored.nbytes > 4096:
+            return None  # large weights: not worth hashing
+    return (layer.type, tuple([(id(p[0]), p[1]) for p in layer.inputs]))
 
 
 def _key(layer: Layer):
@@ -95,15 +102,15 @@ def merge_duplicates(graph: Graph, report: Report) -> int:
 
 def remove_dead_layers(graph: Graph, report: Report) -> int:
     """Drop layers whose results reach no Output (Input layers stay: they are the bindings)."""
-    live: set[int] = set()
+    live: set = set()  # (layers: a Layer hashes by identity)
     stack = [l for l in graph.layers if l.type == LayerType.Output]
     while stack:
         l = stack.pop()
-        if id(l) in live:
+        if l in live:
             continue
-        live.add(id(l))
-        stack.extend(p.layer for p in l.inputs)
-    dead = [l for l in graph.layers if id(l) not in live and l.type != LayerType.Input]
+        live.add(l)
+        stack.extend([p[0] for p in l.inputs])
+    dead = [l for l in graph.layers if l not in live and l.type != LayerType.Input]
     graph.remove(dead)
     return len(dead)
 

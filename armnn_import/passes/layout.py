@@ -225,8 +225,7 @@ def _may_merge(layer) -> bool:  # (merge_one: a Permute reading a Permute)
     return layer.type == LayerType.Permute and bool(layer.inputs) and layer.inputs[0].layer.type == LayerType.Permute
 
 
-_IDENTITY_TYPES = frozenset({LayerType.Reshape, LayerType.Pad, LayerType.Permute, LayerType.StridedSlice,
-                             LayerType.Merger, LayerType.Activation})  # (cleanup.is_identity's types)
+from .cleanup import IDENTITY_TYPES as _IDENTITY_TYPES  # noqa: E402 (the types cleanup.is_identity accepts)
 
 
 def _may_be_identity(layer) -> bool:
