@@ -33,6 +33,7 @@ from armnn_import.limits import check_shape
 from armnn_import.lowering import NetBuilder, Unsupported
 
 from .analysis import analyse
+from .analysis_view import portable
 from .context import MAX_RANK, LoweringContext
 from .edges import add_inputs, add_outputs
 from .float16 import NOTE as FLOAT16_NOTE
@@ -142,7 +143,7 @@ class Converter(LoweringContext):
         add_inputs(self)
         nodes = [Node(p, i, self.opset) for i, p in enumerate(graph.node)]
         with self.report.phase("onnx:shape-inference"):
-            analysis = isolated(analyse, self, nodes)
+            analysis = isolated(analyse, self, nodes, portable=lambda: portable(self))
         if analysis is None:
             self.report.warn("ONNX shape inference crashed on this model; converting without it")
         else:

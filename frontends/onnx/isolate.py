@@ -1,23 +1,106 @@
 """Run onnx's C++ helpers (shape inference, function-body builders) in a
-forked child: on hostile models they can crash the whole process (for
+child process: on hostile models they can crash the whole process (for
 example a GatherND with batch_dims=-5 makes shape inference segfault).
-A crashed child means "no result", and the conversion goes on without it."""
+A crashed child means "no result", and the conversion goes on without it.
+
+The child is a fork of this process only when this process has no other
+thread: a fork copies the memory of every thread but runs only the calling
+one, so a lock another thread held (malloc's, onnxruntime's, the import lock)
+stays locked in the child for ever, a deadlock (Python 3.12 warns about such
+forks). The CLI's process is single-threaded, and a fork costs it nothing: the
+child shares the parsed model and the converter's state. A process with threads
+(a library user's pipeline, a test process with an onnxruntime session) sends
+the job instead to a worker process started with fork+exec (isolate_worker.py),
+which forks a child per job from its own single thread. Either way a crash, an
+exhausted memory or a hang of the child gives None, and the caller its usual
+clear error or warning."""
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import select
 import signal
+import threading
 import time
 
 
-def isolated(fn, *args, timeout: float = 600.0):
-    """fn(*args) computed in a child process; None if the child fails, dies or hangs."""
+def isolated(fn, *args, timeout: float = 600.0, portable=None):
+    """fn(*args) computed in a child process; None if the child fails, dies or hangs.
+    `portable()` gives (fn2, args2), picklable, that compute the same as fn(*args), for a child
+    that is not a fork of this process (default: fn and args themselves must be picklable)."""
     if not hasattr(os, "fork"):
         try:
             return fn(*args)
         except Exception:  # noqa: BLE001 - advisory results only
             return None
+    if fork_is_safe():
+        data = fork_raw(fn, args, time.monotonic() + timeout)
+    else:
+        from .isolate_worker import run_in_worker
+        job_fn, job_args = portable() if portable is not None else (fn, args)
+        data = run_in_worker(job_fn, job_args, timeout)
+    if not data:
+        return None
+    try:
+        return pickle.loads(data)
+    except Exception:  # noqa: BLE001 - a truncated result
+        return None
+
+
+def fork_is_safe() -> bool:
+    """True when fork() would leave no thread but the calling one behind in the child: none
+    besides it, or only OpenBLAS's pool, which OpenBLAS's own pthread_atfork handler stops
+    before every fork (numpy starts it at import; Python 3.12's check, made after the fork,
+    does not see it either). Where threads cannot be counted, False."""
+    if threading.active_count() > 1:
+        return False
+    try:
+        n = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return False
+    return n <= 1 or n - _blas_pool_threads() <= 1
+
+
+_BLAS: dict[str, object] = {}  # path of a loaded OpenBLAS -> its ctypes handle (None: not usable)
+PARALLEL = ("openblas_get_parallel", "openblas_get_parallel64_", "scipy_openblas_get_parallel64_")
+
+
+def _blas_pool_threads() -> int:
+    """Worker threads of the pthreads OpenBLAS libraries loaded in this process (those
+    its fork handler stops); 0 for libraries it cannot tell about (counted as threads)."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split(None, 5)[5].strip() for line in f if "openblas" in line and ".so" in line}
+    except (OSError, IndexError):
+        return 0
+    total = 0
+    for path in sorted(paths):
+        if path not in _BLAS:
+            _BLAS[path] = _pthreads_blas(path)
+        lib = _BLAS[path]
+        if lib is not None and ctypes.c_int.in_dll(lib, "blas_server_avail").value:
+            total += max(ctypes.c_int.in_dll(lib, "blas_num_threads").value - 1, 0)
+    return total
+
+
+def _pthreads_blas(path: str):
+    """The handle of an OpenBLAS built with its own pthreads pool (get_parallel() == 1; an
+    OpenMP build's threads are not stopped at fork), else None."""
+    try:
+        lib = ctypes.CDLL(path)  # (already loaded: the same handle, nothing runs)
+        getter = next((getattr(lib, n) for n in PARALLEL if hasattr(lib, n)), None)
+        for sym in ("blas_server_avail", "blas_num_threads"):
+            ctypes.c_int.in_dll(lib, sym)
+    except (OSError, ValueError):
+        return None
+    return lib if getter is not None and getter() == 1 else None
+
+
+def fork_raw(fn, args, deadline: float | None, watch: int | None = None) -> bytes | None:
+    """The pickled result of fn(*args) computed in a forked child; None if the child fails,
+    dies, or is still running at `deadline` (monotonic) or when `watch` (an fd) turns
+    readable (it is then killed)."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never return into the caller's stack
@@ -33,12 +116,14 @@ def isolated(fn, *args, timeout: float = 600.0):
         finally:
             os._exit(code)
     os.close(w)
-    chunks, deadline = [], time.monotonic() + timeout
+    chunks = []
     with os.fdopen(r, "rb", buffering=0) as f:
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([f], [], [], left)[0]:
-                os.kill(pid, signal.SIGKILL)  # hung: give up on the result
+            left = None if deadline is None else deadline - time.monotonic()
+            ready = [] if left is not None and left <= 0 else \
+                select.select([f] + ([watch] if watch is not None else []), [], [], left)[0]
+            if f not in ready:
+                os.kill(pid, signal.SIGKILL)  # hung, or the caller is gone: give up on the result
                 os.waitpid(pid, 0)
                 return None
             chunk = f.read(1 << 20)
@@ -47,9 +132,4 @@ def isolated(fn, *args, timeout: float = 600.0):
             chunks.append(chunk)
     data = b"".join(chunks)
     _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        return None
-    try:
-        return pickle.loads(data)
-    except Exception:  # noqa: BLE001 - a truncated result
-        return None
+    return data if status == 0 and data else None
