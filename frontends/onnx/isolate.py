@@ -19,10 +19,11 @@ from __future__ import annotations
 import ctypes
 import os
 import pickle
-import select
-import signal
+import sys
 import threading
 import time
+
+from .isolate_worker import fork_raw, run_in_worker
 
 
 def isolated(fn, *args, timeout: float = 600.0, portable=None):
@@ -34,10 +35,9 @@ def isolated(fn, *args, timeout: float = 600.0, portable=None):
             return fn(*args)
         except Exception:  # noqa: BLE001 - advisory results only
             return None
-    if fork_is_safe():
+    if fork_is_safe() or not sys.executable:  # (no interpreter to start a worker with: fork as before)
         data = fork_raw(fn, args, time.monotonic() + timeout)
     else:
-        from .isolate_worker import run_in_worker
         job_fn, job_args = portable() if portable is not None else (fn, args)
         data = run_in_worker(job_fn, job_args, timeout)
     if not data:
@@ -95,41 +95,3 @@ def _pthreads_blas(path: str):
     except (OSError, ValueError):
         return None
     return lib if getter is not None and getter() == 1 else None
-
-
-def fork_raw(fn, args, deadline: float | None, watch: int | None = None) -> bytes | None:
-    """The pickled result of fn(*args) computed in a forked child; None if the child fails,
-    dies, or is still running at `deadline` (monotonic) or when `watch` (an fd) turns
-    readable (it is then killed)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: never return into the caller's stack
-        code = 1
-        try:
-            import faulthandler
-            faulthandler.disable()  # a crash here is expected and handled: no dump on stderr
-            os.close(r)
-            data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
-            with os.fdopen(w, "wb") as f:
-                f.write(data)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks = []
-    with os.fdopen(r, "rb", buffering=0) as f:
-        while True:
-            left = None if deadline is None else deadline - time.monotonic()
-            ready = [] if left is not None and left <= 0 else \
-                select.select([f] + ([watch] if watch is not None else []), [], [], left)[0]
-            if f not in ready:
-                os.kill(pid, signal.SIGKILL)  # hung, or the caller is gone: give up on the result
-                os.waitpid(pid, 0)
-                return None
-            chunk = f.read(1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    data = b"".join(chunks)
-    _, status = os.waitpid(pid, 0)
-    return data if status == 0 and data else None

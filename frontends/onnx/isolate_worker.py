@@ -1,4 +1,5 @@
-"""Worker processes for isolate.py, for a process with threads that must not fork.
+"""The child processes of isolate.py: a fork of this process (fork_raw), or, for a
+process with threads that must not fork, a job for a worker process.
 
 A worker is a fresh Python (fork+exec by subprocess, safe with threads: nothing runs
 in between) that imports the job's module once and then, from its single thread,
@@ -24,8 +25,6 @@ import subprocess
 import sys
 import threading
 import time
-
-from .isolate import fork_raw
 
 HEAD = struct.Struct("<?Q")
 _idle: list["_Worker"] = []
@@ -141,6 +140,44 @@ def _stop_all() -> None:
 
 os.register_at_fork(after_in_child=_forget_in_child)
 atexit.register(_stop_all)
+
+
+def fork_raw(fn, args, deadline: float | None, watch: int | None = None) -> bytes | None:
+    """The pickled result of fn(*args) computed in a forked child; None if the child fails,
+    dies, or is still running at `deadline` (monotonic) or when `watch` (an fd) turns
+    readable (it is then killed)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never return into the caller's stack
+        code = 1
+        try:
+            import faulthandler
+            faulthandler.disable()  # a crash here is expected and handled: no dump on stderr
+            os.close(r)
+            data = pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(w, "wb") as f:
+                f.write(data)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    with os.fdopen(r, "rb", buffering=0) as f:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            ready = [] if left is not None and left <= 0 else \
+                select.select([f] + ([watch] if watch is not None else []), [], [], left)[0]
+            if f not in ready:
+                os.kill(pid, signal.SIGKILL)  # hung, or the caller is gone: give up on the result
+                os.waitpid(pid, 0)
+                return None
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    _, status = os.waitpid(pid, 0)
+    return data if status == 0 and data else None
 
 
 def _read(fd: int, n: int, deadline: float | None) -> bytes:
