@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import hashlib
 import os
 import select
 import subprocess
@@ -79,6 +80,39 @@ def test_a_process_with_threads_is_not_forked(threaded, tmp_path):
     subprocess.run([sys.executable, "-m", "armnn_import", str(path), "-o", str(tmp_path / "m.armnn"), "-q"],
                    check=True)
     assert result.to_bytes() == (tmp_path / "m.armnn").read_bytes()
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PARITY = ["torch_encoder_layer_op13", "yolo_head_op17", "legacy_ops_op8", "attention_block", "transformer_encoder",
+          "resize_op10"]
+HASHES = """
+import hashlib, sys, armnn_import
+from armnn_import_frontends.onnx import isolate
+assert isolate.fork_is_safe()
+for p in sys.argv[1:]:
+    try:
+        print(hashlib.sha256(armnn_import.convert(p).to_bytes()).hexdigest())
+    except armnn_import.ArmnnImportError as e:
+        print(str(e).splitlines()[0])
+"""
+
+
+def test_reference_models_convert_the_same_in_a_process_with_threads(threaded, tmp_path):
+    """Models with PyTorch's shape computations, old opsets (the version converter runs in the
+    child too) and resizes: the worker's analysis gives the bytes of the fork's."""
+    old = model([h.make_node("Add", ["x", "b"], ["y"], broadcast=1, axis=1)], [vi("x", [1, 3, 2, 2])],
+                [vi("y", [1, 3, 2, 2])], inits=[nh.from_array(np.arange(3, dtype=np.float32), "b")], opset=6)
+    (tmp_path / "old.onnx").write_bytes(old.SerializeToString())
+    paths = [os.path.join(REPO, "test_models", "onnx", f"{n}.onnx") for n in PARITY] + [str(tmp_path / "old.onnx")]
+    want = subprocess.run([sys.executable, "-c", HASHES, *paths], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+    got = []
+    for p in paths:
+        try:
+            got.append(hashlib.sha256(armnn_import.convert(p).to_bytes()).hexdigest())
+        except armnn_import.ArmnnImportError as e:
+            got.append(str(e).splitlines()[0])
+    assert got == want and len(set(got)) == len(paths) and all(len(x) == 64 for x in want)  # (all convert)
 
 
 def test_an_onnxruntime_session_has_threads_and_the_runtime_agrees(armnn_runner, monkeypatch):
