@@ -42,7 +42,8 @@ class _Idle(_Gone):
 def run_in_worker(fn, args, timeout: float) -> bytes | None:
     """The pickled result of fn(*args) computed by a worker's child, or None."""
     job = pickle.dumps((fn, args), protocol=pickle.HIGHEST_PROTOCOL)
-    message = pickle.dumps((fn.__module__, job), protocol=pickle.HIGHEST_PROTOCOL)
+    module = getattr(fn, "__module__", None) or "builtins"
+    message = pickle.dumps((module, job), protocol=pickle.HIGHEST_PROTOCOL)
     for attempt in (0, 1):  # a worker that died while idle (killed from outside) is replaced once
         worker = _take()
         try:
