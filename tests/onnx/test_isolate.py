@@ -146,16 +146,28 @@ def test_a_crash_of_the_version_converter_in_the_worker_is_the_same_error(thread
         armnn_import.convert(m)
 
 
-@pytest.mark.parametrize("fork", [True, False], ids=["fork", "worker"])
-def test_crash_memory_and_hang_give_none(fork, monkeypatch):
-    monkeypatch.setattr(isolate, "fork_is_safe", lambda: fork)
-    assert isolate.isolated(select.select, [], [], [], 0) == ([], [], [])
-    assert isolate.isolated(ctypes.string_at, 0) is None  # a segfault
-    assert isolate.isolated(bytearray, 1 << 60) is None  # MemoryError
-    t = time.monotonic()
-    assert isolate.isolated(select.select, [], [], [], 60, timeout=1.0) is None  # hung: killed
-    assert time.monotonic() - t < 20
-    assert isolate.isolated(os.getpid) not in (None, os.getpid())  # and the next job runs
+CHECKS = """
+import ctypes, os, select, time
+from armnn_import_frontends.onnx import isolate
+assert isolate.isolated(select.select, [], [], [], 0) == ([], [], [])
+assert isolate.isolated(ctypes.string_at, 0) is None  # a segfault
+assert isolate.isolated(bytearray, 1 << 60) is None  # MemoryError
+t = time.monotonic()
+assert isolate.isolated(select.select, [], [], [], 60, timeout=1.0) is None  # hung: killed
+assert time.monotonic() - t < 20
+assert isolate.isolated(os.getpid) not in (None, os.getpid())  # and the next job runs
+"""
+
+
+def test_crash_memory_and_hang_give_none_in_a_fork():
+    """In a single-threaded process (the CLI's), with every warning shown: none about the fork."""
+    code = "from armnn_import_frontends.onnx import isolate\nassert isolate.fork_is_safe()\n" + CHECKS
+    p = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0 and "fork" not in p.stderr, p.stderr
+
+
+def test_crash_memory_and_hang_give_none_in_the_worker(threaded):
+    exec(CHECKS, {})
 
 
 def test_a_timed_out_worker_leaves_no_process_behind(monkeypatch):
