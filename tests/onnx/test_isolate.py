@@ -115,6 +115,17 @@ def test_reference_models_convert_the_same_in_a_process_with_threads(threaded, t
     assert got == want and len(set(got)) == len(paths) and all(len(x) == 64 for x in want)  # (all convert)
 
 
+def test_threads_converting_at_once_each_get_a_worker(threaded):
+    """A pipeline converting from several threads: each conversion's child is its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = [os.path.join(REPO, "test_models", "onnx", f"{n}.onnx") for n in PARITY[:4]] * 2
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda p: armnn_import.convert(p).to_bytes(), paths))
+    assert got[:4] == got[4:] and len(set(got)) == 4
+    assert all(w.proc.poll() is None for w in isolate_worker._idle)
+
+
 def test_an_onnxruntime_session_has_threads_and_the_runtime_agrees(armnn_runner, monkeypatch):
     """An onnxruntime session starts native threads (threading.active_count() does not see them)."""
     m = rms_model()
