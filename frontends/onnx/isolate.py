@@ -35,6 +35,8 @@ def isolated(fn, *args, timeout: float = 600.0, portable=None):
             return fn(*args)
         except Exception:  # noqa: BLE001 - advisory results only
             return None
+    # The CLI's process is single-threaded (numpy's OpenBLAS pool aside, see fork_is_safe): it keeps
+    # the fork, which costs nothing and shares the parsed model; a worker costs about 1 s to start.
     if fork_is_safe() or not sys.executable:  # (no interpreter to start a worker with: fork as before)
         data = fork_raw(fn, args, time.monotonic() + timeout)
     else:
