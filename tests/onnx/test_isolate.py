@@ -220,3 +220,13 @@ def test_a_single_threaded_process_forks():
     that makes a fork unsafe; a Python thread is."""
     out = subprocess.run([sys.executable, "-c", SINGLE], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False"]
+
+
+def test_a_worker_killed_while_idle_is_replaced(monkeypatch):
+    monkeypatch.setattr(isolate, "fork_is_safe", lambda: False)
+    first = isolate.isolated(os.getpid)
+    worker = isolate_worker._idle[-1]
+    os.kill(worker.proc.pid, 9)
+    worker.proc.wait()
+    second = isolate.isolated(os.getpid)
+    assert second not in (None, first, os.getpid()) and worker not in isolate_worker._idle
