@@ -68,6 +68,7 @@ def rms_model():
                  [vi("y", None)], inits=[nh.from_array(scale, "s")], opset=23)
 
 
+@pytest.mark.slow  # (a CLI run, or several reference models: tests/tiers.py)
 def test_a_process_with_threads_is_not_forked(threaded, tmp_path):
     """Same bytes as the CLI writes (single-threaded, a fork), with shape inference and expansion."""
     m = rms_model()
@@ -97,6 +98,7 @@ for p in sys.argv[1:]:
 """
 
 
+@pytest.mark.slow  # (a CLI run, or several reference models: tests/tiers.py)
 def test_reference_models_convert_the_same_in_a_process_with_threads(threaded, tmp_path):
     """Models with PyTorch's shape computations, old opsets (the version converter runs in the
     child too) and resizes: the worker's analysis gives the bytes of the fork's."""
@@ -115,6 +117,7 @@ def test_reference_models_convert_the_same_in_a_process_with_threads(threaded, t
     assert got == want and len(set(got)) == len(paths) and all(len(x) == 64 for x in want)  # (all convert)
 
 
+@pytest.mark.slow  # (a CLI run, or several reference models: tests/tiers.py)
 def test_threads_converting_at_once_each_get_a_worker(threaded):
     """A pipeline converting from several threads: each conversion's child is its own."""
     from concurrent.futures import ThreadPoolExecutor
