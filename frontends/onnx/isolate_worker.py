@@ -100,10 +100,9 @@ class _Worker:
 
     def close(self):
         for fd in (self.req, self.resp):
-            try:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
+        self.req = self.resp = -1  # (closed once: the numbers may be reused)
 
 
 def _take() -> _Worker:
@@ -119,7 +118,10 @@ def _give_back(worker: _Worker) -> None:
 
 
 def _forget_in_child() -> None:
-    """In a forked child: the workers belong to the parent; close our copies of their pipes."""
+    """In a forked child: the workers belong to the parent; close our copies of their pipes
+    (and make a new lock: another thread of the parent may have held this one)."""
+    global _lock
+    _lock = threading.Lock()
     for w in _idle:
         w.close()
         w.proc.returncode = 0  # (not ours to wait for)
