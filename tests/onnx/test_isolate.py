@@ -129,6 +129,26 @@ def test_threads_converting_at_once_each_get_a_worker(threaded):
     assert all(w.proc.poll() is None for w in isolate_worker._idle)
 
 
+def test_the_workers_analysis_is_the_converters(threaded, monkeypatch):
+    """analysis_view.py sends the worker what analyse() reads of the converter: its answer equals
+    analyse() run in this process on the converter itself (benign models: no isolation needed)."""
+    from armnn_import_frontends.onnx import convert as onnx_convert
+
+    compared = []
+
+    def both(fn, *args, timeout=600.0, portable=None):
+        direct = fn(*args)
+        via = isolate.isolated(fn, *args, timeout=timeout, portable=portable)
+        compared.append(fn.__name__)
+        assert via == direct
+        return via
+
+    monkeypatch.setattr(onnx_convert, "isolated", both)
+    armnn_import.convert(rms_model())
+    armnn_import.convert(os.path.join(REPO, "test_models", "onnx", "attention_block.onnx"))
+    assert compared == ["analyse", "analyse"]
+
+
 def test_an_onnxruntime_session_has_threads_and_the_runtime_agrees(armnn_runner, monkeypatch):
     """An onnxruntime session starts native threads (threading.active_count() does not see them)."""
     m = rms_model()
