@@ -52,6 +52,7 @@ class Ctx(Prescan, Edges):
 
         self.m, self.opts, self.report, self.registry = model, options, report, REGISTRY
         self.options = options
+        self._facts, self._entries = {}, {}       # registry answers per (op, version)
         # the builder: `b`, as in ONNX's context (armnn_import.context.ConverterContext); `nb` is its old name
         self.b = self.nb = NetBuilder(Graph(options.target), report)
         self.g = self.nb.g
@@ -98,7 +99,19 @@ class Ctx(Prescan, Edges):
 
     def facts(self, op) -> OpEntry:
         """The registry entry that holds `op`'s per-operator facts (defaults when it has none)."""
-        return self.registry.facts(op.op, op.version) or _NO_FACTS
+        key = (op.op, op.version)
+        got = self._facts.get(key)
+        if got is None:  # asked once per kind of operator, not per operator
+            got = self._facts[key] = self.registry.facts(op.op, op.version) or _NO_FACTS
+        return got
+
+    def entry(self, op) -> OpEntry | None:
+        """The registry's converter of `op`, or None (the pre-scan and the build ask per operator)."""
+        key = (op.op, op.version)
+        if key in self._entries:
+            return self._entries[key]
+        got = self._entries[key] = self.registry.lookup(op.op, op.version)
+        return got
 
     def is_const(self, i: int) -> bool:
         return i >= 0 and (i in self.folded or i in self.static)
@@ -184,6 +197,9 @@ class Ctx(Prescan, Edges):
         """Bind what the converter of `op` returned (armnn_import.context.results: a Port, an
         np.ndarray for a constant computed at conversion time, or a sequence of them, None for
         an output not made) to its output tensors."""
+        if type(out) is Port and op.outputs:  # the common case, as results() would give it
+            self.ports[op.outputs[0]] = self._requantized(op, 0, out)
+            return
         for k, v in enumerate(results(out)[:len(op.outputs)]):
             if isinstance(v, Port):
                 self.ports[op.outputs[k]] = self._requantized(op, k, v)
@@ -249,10 +265,10 @@ class Ctx(Prescan, Edges):
         for op in self.m.operators:
             if op.index in self.skip:
                 continue
-            if any(i in poisoned for i in op.inputs):
+            if poisoned and any(i in poisoned for i in op.inputs):
                 poisoned.update(op.outputs)
                 continue
-            entry = self.registry.lookup(op.op, op.version)
+            entry = self.entry(op)
             before = len(self.g.layers)
             try:
                 self._bind(op, entry.fn(self, op))

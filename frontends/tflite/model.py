@@ -262,7 +262,12 @@ def _ints(buf, at: int, budget, what: str) -> tuple[int, ...]:
     counted against the budget before it is read."""
     if not at:
         return ()
-    start, n = FT.vector(buf, at)
+    start = at + _U32.unpack_from(buf, at)[0]  # (FT.vector, inlined: called per tensor and operator)
+    return _ints_at(buf, start + 4, _U32.unpack_from(buf, start)[0], budget, what)
+
+
+def _ints_at(buf, start: int, n: int, budget, what: str) -> tuple[int, ...]:
+    """The n int32 values at `start` (a vector's data), n counted against the budget first."""
     budget.count(n, 1, what)
     if not n:
         return ()
@@ -275,17 +280,24 @@ def _tensor(src: Source, pos: int, i: int) -> Tensor:
     data, budget, nbuf = src.data, src.budget, src.nbuf
     # shape, type, buffer, name, quantization, is_variable, sparsity, shape_signature
     f = FT.fields(data, pos, 8)
-    rank = FT.vector(data, pos + f[0])[1] if f[0] else 0
-    if rank > src.limits.max_rank:  # before reading the shape vector
-        raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {src.limits.max_rank} dimensions")
-    shape = _ints(data, pos + f[0] if f[0] else 0, budget, f"tensor {i} shape")
+    shape, rank = (), 0
+    if f[0]:  # each vector's length is read once, and the rank checked before the shape is read
+        start, rank = FT.vector(data, pos + f[0])
+        if rank > src.limits.max_rank:
+            raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {src.limits.max_rank} dimensions")
+        shape = _ints_at(data, start, rank, budget, f"tensor {i} shape")
     sig = None
-    n = FT.vector(data, pos + f[7])[1] if f[7] else 0
-    if n:
-        if n != rank:
-            raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
-        sig = _ints(data, pos + f[7], budget, f"tensor {i} signature")
-    name = _text(FT.string(data, pos + f[3]) if f[3] else None) or f"tensor_{i}"
+    if f[7]:
+        start, n = FT.vector(data, pos + f[7])
+        if n:
+            if n != rank:
+                raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
+            sig = _ints_at(data, start, n, budget, f"tensor {i} signature")
+    name = ""
+    if f[3]:
+        start, n = FT.vector(data, pos + f[3])
+        name = bytes(data[start:start + n]).decode("utf-8", "replace")  # (FT.string, then _text)
+    name = name or f"tensor_{i}"
     if shape and (min(shape) < 0 or math.prod(shape) > src.limits.max_elements):  # (the rank is checked)
         check_shape(shape, f"tensor {name!r}")  # raises what is wrong
     t = None

@@ -84,7 +84,7 @@ class Prescan:
     def _check(self, op):
         if op.op == "CUSTOM":
             return Refusal(f"custom operator {op.custom_code!r} has no Arm NN equivalent", code="unsupported-op")
-        entry = self.registry.lookup(op.op, op.version)
+        entry = self.entry(op)
         if entry is None:
             versions = [e for e in self.registry.entries() if e.op == op.op]
             if versions:
@@ -92,8 +92,9 @@ class Prescan:
                                f"(known: {', '.join(e.version_range for e in versions)})", code="unsupported-op")
             return self.registry.refusal(op.op) or Refusal("no exact lowering onto Arm NN's 32 layer types",
                                                            code="unsupported-op")
-        if entry.target_problem(self.nb.g.target):
-            return entry.target_problem(self.nb.g.target)
+        r = entry.target_problem(self.nb.g.target)
+        if r:
+            return r
         r = self._structure_problem(op, entry)
         if r:
             return Refusal(r, code="bad-model")
