@@ -21,6 +21,7 @@ from armnn_import.errors import LoadError
 from armnn_import.discovery import open_regular
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape
 
+from . import bulk
 from . import fasttable as FT
 from .buffers import NP_TYPES, Source, constant, read_buffer, sparse_constant  # noqa: F401 (NP_TYPES: ops/shape.py)
 from .fasttable import fast
@@ -169,7 +170,7 @@ def _load(source) -> TFModel:
     data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
     ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
     src = Source(model, nbuf, budget, constants)
-    tensors = [_tensor(src, pos, i) for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[0]) if ntens else ())]
+    tensors = _tensors(src, sg._tab.Pos + sg_fields[0], ntens) if ntens else []
     refs = _refs(data, budget, ntens)
     inputs = refs(_at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
     outputs = refs(_at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
@@ -181,6 +182,17 @@ def _load(source) -> TFModel:
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
     _release_pages(buf)
     return result
+
+
+def _tensors(src: Source, at: int, ntens: int) -> list[Tensor]:
+    """The subgraph's tensors: all at once (bulk.py) where the file is regular, else one at a
+    time, from the same budgets, with the per-tensor reader's checks and errors."""
+    left, total = src.budget.left, src.constants.total
+    tensors = bulk.read_tensors(src, at, ntens, Tensor, _tensor)
+    if tensors is None:
+        src.budget.left, src.constants.total = left, total
+        tensors = [_tensor(src, pos, i) for i, pos in enumerate(FT.tables(src.data, at))]
+    return tensors
 
 
 def _root(source):
@@ -312,20 +324,7 @@ def _tensor(src: Source, pos: int, i: int) -> Tensor:
                     sparse=sparsity is not None)
     q = t.Quantization() if f[4] else None
     if q is not None and q.ScaleLength():
-        n = q.ScaleLength()
-        scale = _numpy(q.ScaleAsNumpy, n, budget, f"tensor {name!r} scales").astype(np.float32)
-        nz = q.ZeroPointLength()
-        zp = _numpy(q.ZeroPointAsNumpy, nz, budget, f"tensor {name!r} zero points").astype(np.int64) \
-            if nz else np.zeros(n, np.int64)
-        if zp.size != n:
-            raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales but {zp.size} zero points")
-        axis = int(q.QuantizedDimension())
-        if n > 1 and not (0 <= axis < rank and shape[axis] == n):
-            raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales for axis {axis} "
-                            f"of shape {shape}")
-        if tensor.type in ZERO_POINT_RANGE:  # the types whose quantization is used
-            _check_quant(name, tensor.type, scale, zp)
-        tensor.quant = Quant(scale, zp, axis)
+        tensor.quant = _quant(q, tensor, budget)
     b = _U32.unpack_from(data, pos + f[2])[0] if f[2] else 0
     if not 0 <= b < max(nbuf, 1):
         raise LoadError(f"malformed TFLite file: tensor {name!r} uses buffer {b}, "
@@ -339,6 +338,24 @@ def _tensor(src: Source, pos: int, i: int) -> Tensor:
             src.constants.add(raw.size, f"tensor {name!r}")
             tensor.data = constant(tensor, raw, alias=src.alias)
     return tensor
+
+
+def _quant(q, tensor: Tensor, budget) -> Quant:
+    """The quantization table `q` of `tensor` (one with scales), checked."""
+    name, shape, n = tensor.name, tensor.shape, q.ScaleLength()
+    scale = _numpy(q.ScaleAsNumpy, n, budget, f"tensor {name!r} scales").astype(np.float32)
+    nz = q.ZeroPointLength()
+    zp = _numpy(q.ZeroPointAsNumpy, nz, budget, f"tensor {name!r} zero points").astype(np.int64) \
+        if nz else np.zeros(n, np.int64)
+    if zp.size != n:
+        raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales but {zp.size} zero points")
+    axis = int(q.QuantizedDimension())
+    if n > 1 and not (0 <= axis < len(shape) and shape[axis] == n):
+        raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales for axis {axis} "
+                        f"of shape {shape}")
+    if tensor.type in ZERO_POINT_RANGE:  # the types whose quantization is used
+        _check_quant(name, tensor.type, scale, zp)
+    return Quant(scale, zp, axis)
 
 
 def _check_quant(name: str, type_: int, scale: np.ndarray, zp: np.ndarray) -> None:
