@@ -43,6 +43,8 @@ def positions(u8: np.ndarray, at: int) -> np.ndarray:
     """The tables of the vector of offsets stored at `at` (fasttable.tables)."""
     start = at + int(_u(u8, np.array([at]), 4)[0])
     n = int(_u(u8, np.array([start]), 4)[0])
+    if start + 4 + 4 * n > u8.size:  # (before anything of that length is made)
+        raise Irregular
     slots = start + 4 + 4 * np.arange(n, dtype=np.int64)
     return slots + _u(u8, slots, 4)
 
@@ -72,8 +74,11 @@ def vectors(u8: np.ndarray, pos: np.ndarray, off: np.ndarray):
 
 def ragged_ints(u8: np.ndarray, start: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, list]:
     """(every int32 of the vectors, one after the other; where each vector's values begin and end)."""
+    _within(start + 4 * n, 0, u8.size)  # every vector inside the file (before its length is used)
     first = np.zeros(n.size + 1, np.int64)
     np.cumsum(n, out=first[1:])
+    if first[-1] > u8.size // 4:  # (vectors may overlap: their total is bounded too)
+        raise Irregular
     idx = np.repeat(start - 4 * first[:-1], n) + 4 * np.arange(int(first[-1]), dtype=np.int64)
     return _i32(_u(u8, idx, 4)), first.tolist()
 
@@ -153,3 +158,50 @@ def _shapes_fit(dims: np.ndarray, starts: np.ndarray, lim) -> None:
     if dims.size and (dims.min() < 0 or np.multiply.reduceat(dims.astype(np.float64), starts).max()
                       > lim.max_elements):
         raise Irregular
+
+
+def read_operators(src, at: int, nops: int, codes: list, ntens: int, make, options) -> list | None:
+    """The operators of the vector of tables stored at `at`, made by make(index, op, version,
+    inputs, outputs, options, custom_code, intermediates) with their options read by
+    options(data, pos, fields, budget, seen), as model._operators does. None where anything
+    is irregular (then model._operators reads them, with its checks and errors)."""
+    try:
+        return _read_ops(src, at, nops, codes, ntens, make, options)
+    except Exception:  # noqa: BLE001 - as read_tensors
+        return None
+
+
+def _refs(u8, pos, off, lo: int, ntens: int) -> tuple[list, list, int]:
+    """(the tensor indices of each table's vector, where each begins, how many) checked in [lo, ntens)."""
+    start, n = vectors(u8, pos, off)
+    values, first = ragged_ints(u8, start, n)
+    if values.size and (values.min() < lo or values.max() >= ntens):
+        raise Irregular
+    return values.tolist(), first, int(n.sum())
+
+
+def _read_ops(src, at: int, nops: int, codes: list, ntens: int, make, options) -> list:
+    data = src.data
+    u8 = np.frombuffer(data, np.uint8)
+    pos = positions(u8, at)
+    if pos.size != nops:
+        raise Irregular
+    # opcode_index, inputs, outputs, builtin_options_type, builtin_options, custom_options,
+    # custom_options_format, mutating_variable_inputs, intermediates
+    f = fields(u8, pos, 9)
+    idx = _scalars(u8, pos, f[0], 4)
+    if idx.size and idx.max() >= len(codes):
+        raise Irregular
+    ins, ifirst, ni = _refs(u8, pos, f[1], -1, ntens)
+    outs, ofirst, no = _refs(u8, pos, f[2], 0, ntens)
+    mids, mfirst, nm = _refs(u8, pos, f[8], 0, ntens)
+    budget, seen, ops = src.budget, {}, []
+    budget.left -= ni + no + nm  # (the options' vectors are counted as they are read)
+    if budget.left < 0:
+        raise Irregular
+    for i, (p, c, f3, f4) in enumerate(zip(pos.tolist(), idx.tolist(), f[3].tolist(), f[4].tolist())):
+        name, ver, custom = codes[c]
+        ops.append(make(i, name, ver, tuple(ins[ifirst[i]:ifirst[i + 1]]), tuple(outs[ofirst[i]:ofirst[i + 1]]),
+                        options(data, p, (0, 0, 0, f3, f4), budget, seen), custom,
+                        tuple(mids[mfirst[i]:mfirst[i + 1]])))
+    return ops

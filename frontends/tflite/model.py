@@ -177,7 +177,7 @@ def _load(source) -> TFModel:
     if not outputs:  # an Arm NN network without an Output layer does not load
         raise LoadError("the TFLite model has no outputs")
     nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
-    ops = _operators(data, FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else (), codes, refs, budget)
+    ops = _ops(src, sg._tab.Pos + sg_fields[3], nops, codes, refs, ntens) if nops else []
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
     _release_pages(buf)
@@ -193,6 +193,17 @@ def _tensors(src: Source, at: int, ntens: int) -> list[Tensor]:
         src.budget.left, src.constants.total = left, total
         tensors = [_tensor(src, pos, i) for i, pos in enumerate(FT.tables(src.data, at))]
     return tensors
+
+
+def _ops(src: Source, at: int, nops: int, codes, refs, ntens: int) -> list[Operator]:
+    """The subgraph's operators: all at once (bulk.py) where the file is regular, else one at
+    a time (_operators), from the same budget, with its checks and errors."""
+    left = src.budget.left
+    ops = bulk.read_operators(src, at, nops, codes, ntens, Operator, read_options)
+    if ops is None:
+        src.budget.left = left
+        ops = _operators(src.data, FT.tables(src.data, at), codes, refs, src.budget)
+    return ops
 
 
 def _root(source):
