@@ -112,7 +112,7 @@ def _read(src, at: int, ntens: int, make, one) -> list:
         raise Irregular
     # shape, type, buffer, name, quantization, is_variable, sparsity, shape_signature
     f = fields(u8, pos, 8)
-    slow = (f[4] != 0) | (f[6] != 0)  # quantization or sparsity: read by model._tensor
+    slow = _quantized(u8, pos, f[4]) | (f[6] != 0)  # read by model._tensor
     fast = np.flatnonzero(~slow)
     p, f = pos[fast], f[:, fast]
     start, rank = vectors(u8, p, f[0])
@@ -149,6 +149,18 @@ def _read(src, at: int, ntens: int, make, one) -> list:
                 t.data = constant(t, raw, alias=src.alias)
     for i in np.flatnonzero(slow).tolist():
         out[i] = one(src, int(pos[i]), i)
+    return out
+
+
+def _quantized(u8: np.ndarray, pos: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """Which tensors have quantization scales (a quantization table without any, as TensorFlow
+    writes for float tensors, gives none: Tensor.Quantization().ScaleLength() is 0)."""
+    has = np.flatnonzero(off != 0)
+    q = pos[has] + off[has]
+    q = q + _u(u8, q, 4)  # the QuantizationParameters tables
+    _, n = vectors(u8, q, fields(u8, q, 3)[2])  # min, max, scale
+    out = np.zeros(pos.size, bool)
+    out[has] = n != 0
     return out
 
 
