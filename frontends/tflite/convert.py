@@ -23,6 +23,9 @@ from .types import BOOL, FLOAT32, INT8, INT16, INT32, UINT8
 
 _NO_FACTS = OpEntry("", 1, None, None, ())  # an operator with no entry: the default facts
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+# (an Enum member's lookup costs ten times a global's: dtype_of runs several times per tensor)
+_F32, _QA8 = DataType.Float32, DataType.QuantisedAsymm8
+_OTHER_TYPES = {INT32: DataType.Signed32, BOOL: DataType.Boolean}
 # The per-operator facts (required inputs, foldable, multi-output, type rule, state inputs) and
 # the refused operators with their reasons are on the registry (armnn_import.registry), set
 # where each operator is registered (ops/*.py).
@@ -136,12 +139,12 @@ class Ctx(Prescan, Edges):
         """The Arm NN data type of a runtime tensor, or None if it has none."""
         t = self.m.tensors[i]
         if t.type == FLOAT32:
-            return DataType.Float32
+            return _F32
         if t.type in (UINT8, INT8):
             if self.dequantize and t.quant is not None:
-                return DataType.Float32
-            return DataType.QuantisedAsymm8 if self.is_quant(i) else None
-        return {INT32: DataType.Signed32, BOOL: DataType.Boolean}.get(t.type)
+                return _F32
+            return _QA8 if self.is_quant(i) else None
+        return _OTHER_TYPES.get(t.type)
 
     def const(self, i: int) -> np.ndarray:
         """A constant's real values as float32 (quantized data dequantized)."""
