@@ -6,9 +6,9 @@ loader's main cost on a model of 100,000 tensors. Here every tensor's vtable, fi
 vectors are gathered as arrays, and each of model._tensor's checks is made on the whole
 array. Nothing here raises on a malformed file: where any check fails, or anything else is
 out of the ordinary, read_tensors returns None and the per-tensor reader reads the tensors
-again from the start, with its errors in its order. Tensors with quantization or sparsity
-(read through the generated objects) and every buffer are read by model's functions, one
-tensor at a time, as before.
+again from the start, with its errors in its order. Tensors with quantization scales or sparsity
+(read through the generated objects) are read by model._tensor, one at a time, as before;
+so is the data that large files keep after the FlatBuffer.
 """
 from __future__ import annotations
 
@@ -136,19 +136,43 @@ def _read(src, at: int, ntens: int, make, one) -> list:
     budget.left -= int(rank.sum()) + int(srank.sum())
     if budget.left < 0:
         raise Irregular
+    raws = _buffers(src, u8, bufs)
     dims, sigs, names = dims.tolist(), sigs.tolist(), zip(nstart.tolist(), (nstart + nlen).tolist())
-    out, nbuf = [None] * ntens, src.nbuf
-    for k, (i, (a, b), buf) in enumerate(zip(fast.tolist(), names, bufs.tolist())):
+    out = [None] * ntens
+    for k, (i, (a, b), raw) in enumerate(zip(fast.tolist(), names, raws)):
         name = bytes(data[a:b]).decode("utf-8", "replace") or f"tensor_{i}"
         sig = tuple(sigs[sfirst[k]:sfirst[k + 1]]) if sfirst[k + 1] > sfirst[k] else None
         t = out[i] = make(i, name, tuple(dims[first[k]:first[k + 1]]), sig, types[k], is_variable=variable[k])
-        if buf and nbuf:
-            raw = read_buffer(src, buf)
-            if raw is not None and raw.size:
-                src.constants.add(raw.size, f"tensor {name!r}")
-                t.data = constant(t, raw, alias=src.alias)
+        if raw is not None and raw.size:
+            src.constants.add(raw.size, f"tensor {name!r}")
+            t.data = constant(t, raw, alias=src.alias)
     for i in np.flatnonzero(slow).tolist():
         out[i] = one(src, int(pos[i]), i)
+    return out
+
+
+def _buffers(src, u8: np.ndarray, bufs: np.ndarray) -> list:
+    """buffers.read_buffer's answer for each buffer index (None for 0, or no buffer list):
+    the bytes of the buffer's data vector as a view of the file (which the array made from it
+    copies or, if large, keeps); data stored after the FlatBuffer read by read_buffer itself."""
+    out = [None] * bufs.size
+    use = np.flatnonzero(bufs != 0) if src.nbuf else np.zeros(0, np.int64)
+    if not use.size:
+        return out
+    x = src.buffers + 4 * bufs[use]
+    pos = x + _u(u8, x, 4)
+    f = fields(u8, pos, 3)  # data, offset, size
+    offset, size = _scalars(u8, pos, f[1], 8), _scalars(u8, pos, f[2], 8)
+    if offset.min() < 0 or size.min() < 0:  # (past 2^63: wrapped in int64)
+        raise Irregular
+    start, n = vectors(u8, pos, f[0])
+    _within(start + n, 0, u8.size)
+    outside = offset > 1
+    src.budget.left -= int(n[~outside].sum())  # as read_buffer counts each data vector
+    if src.budget.left < 0:
+        raise Irregular
+    for k, b, s, m, o in zip(use.tolist(), bufs[use].tolist(), start.tolist(), n.tolist(), outside.tolist()):
+        out[k] = read_buffer(src, b) if o else u8[s:s + m] if m else None
     return out
 
 
