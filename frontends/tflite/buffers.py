@@ -21,6 +21,7 @@ NP_TYPES = {
     0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
     7: np.int16, 9: np.int8, 10: np.float64, 12: np.uint64, 15: np.uint32, 16: np.uint16,
 }
+_LE = {k: np.dtype(v).newbyteorder("<") for k, v in NP_TYPES.items()}  # the file's byte order, made once
 
 
 class Source:
@@ -63,10 +64,10 @@ def _immutable(buf) -> bool:
 
 
 def constant(t, raw: np.ndarray, alias: bool = False) -> np.ndarray:
-    dtype = NP_TYPES.get(t.type)
-    if dtype is None:
+    le = _LE.get(t.type)
+    if le is None:
         raise LoadError(f"tensor {t.name!r}: constant data of type {t.type_name} cannot be read")
-    le = np.dtype(dtype).newbyteorder("<")
+    dtype = NP_TYPES[t.type]
     if math.prod(t.shape) * le.itemsize != raw.size:  # (the loader has checked the shape)
         check_tensor_bytes(t.shape, le.itemsize, raw.size, f"tensor {t.name!r} ({t.type_name})")
     if alias and raw.size >= ALIAS_MIN_BYTES:

@@ -23,6 +23,9 @@ from .types import BOOL, FLOAT32, INT8, INT16, INT32, UINT8
 
 _NO_FACTS = OpEntry("", 1, None, None, ())  # an operator with no entry: the default facts
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
+# (an Enum member's lookup costs ten times a global's: dtype_of runs several times per tensor)
+_F32, _QA8 = DataType.Float32, DataType.QuantisedAsymm8
+_OTHER_TYPES = {INT32: DataType.Signed32, BOOL: DataType.Boolean}
 # The per-operator facts (required inputs, foldable, multi-output, type rule, state inputs) and
 # the refused operators with their reasons are on the registry (armnn_import.registry), set
 # where each operator is registered (ops/*.py).
@@ -52,6 +55,7 @@ class Ctx(Prescan, Edges):
 
         self.m, self.opts, self.report, self.registry = model, options, report, REGISTRY
         self.options = options
+        self._facts, self._entries = {}, {}       # registry answers per (op, version)
         # the builder: `b`, as in ONNX's context (armnn_import.context.ConverterContext); `nb` is its old name
         self.b = self.nb = NetBuilder(Graph(options.target), report)
         self.g = self.nb.g
@@ -98,7 +102,19 @@ class Ctx(Prescan, Edges):
 
     def facts(self, op) -> OpEntry:
         """The registry entry that holds `op`'s per-operator facts (defaults when it has none)."""
-        return self.registry.facts(op.op, op.version) or _NO_FACTS
+        key = (op.op, op.version)
+        got = self._facts.get(key)
+        if got is None:  # asked once per kind of operator, not per operator
+            got = self._facts[key] = self.registry.facts(op.op, op.version) or _NO_FACTS
+        return got
+
+    def entry(self, op) -> OpEntry | None:
+        """The registry's converter of `op`, or None (the pre-scan and the build ask per operator)."""
+        key = (op.op, op.version)
+        if key in self._entries:
+            return self._entries[key]
+        got = self._entries[key] = self.registry.lookup(op.op, op.version)
+        return got
 
     def is_const(self, i: int) -> bool:
         return i >= 0 and (i in self.folded or i in self.static)
@@ -123,12 +139,12 @@ class Ctx(Prescan, Edges):
         """The Arm NN data type of a runtime tensor, or None if it has none."""
         t = self.m.tensors[i]
         if t.type == FLOAT32:
-            return DataType.Float32
+            return _F32
         if t.type in (UINT8, INT8):
             if self.dequantize and t.quant is not None:
-                return DataType.Float32
-            return DataType.QuantisedAsymm8 if self.is_quant(i) else None
-        return {INT32: DataType.Signed32, BOOL: DataType.Boolean}.get(t.type)
+                return _F32
+            return _QA8 if self.is_quant(i) else None
+        return _OTHER_TYPES.get(t.type)
 
     def const(self, i: int) -> np.ndarray:
         """A constant's real values as float32 (quantized data dequantized)."""
@@ -184,6 +200,9 @@ class Ctx(Prescan, Edges):
         """Bind what the converter of `op` returned (armnn_import.context.results: a Port, an
         np.ndarray for a constant computed at conversion time, or a sequence of them, None for
         an output not made) to its output tensors."""
+        if type(out) is Port and op.outputs:  # the common case, as results() would give it
+            self.ports[op.outputs[0]] = self._requantized(op, 0, out)
+            return
         for k, v in enumerate(results(out)[:len(op.outputs)]):
             if isinstance(v, Port):
                 self.ports[op.outputs[k]] = self._requantized(op, k, v)
@@ -249,10 +268,10 @@ class Ctx(Prescan, Edges):
         for op in self.m.operators:
             if op.index in self.skip:
                 continue
-            if any(i in poisoned for i in op.inputs):
+            if poisoned and any(i in poisoned for i in op.inputs):
                 poisoned.update(op.outputs)
                 continue
-            entry = self.registry.lookup(op.op, op.version)
+            entry = self.entry(op)
             before = len(self.g.layers)
             try:
                 self._bind(op, entry.fn(self, op))

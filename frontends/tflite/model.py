@@ -21,6 +21,7 @@ from armnn_import.errors import LoadError
 from armnn_import.discovery import open_regular
 from armnn_import.limits import ConstantBudget, check_file_size, check_shape
 
+from . import bulk
 from . import fasttable as FT
 from .buffers import NP_TYPES, Source, constant, read_buffer, sparse_constant  # noqa: F401 (NP_TYPES: ops/shape.py)
 from .fasttable import fast
@@ -169,18 +170,40 @@ def _load(source) -> TFModel:
     data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
     ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
     src = Source(model, nbuf, budget, constants)
-    tensors = [_tensor(src, pos, i) for i, pos in enumerate(FT.tables(data, sg._tab.Pos + sg_fields[0]) if ntens else ())]
+    tensors = _tensors(src, sg._tab.Pos + sg_fields[0], ntens) if ntens else []
     refs = _refs(data, budget, ntens)
     inputs = refs(_at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
     outputs = refs(_at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
     if not outputs:  # an Arm NN network without an Output layer does not load
         raise LoadError("the TFLite model has no outputs")
     nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
-    ops = _operators(data, FT.tables(data, sg._tab.Pos + sg_fields[3]) if nops else (), codes, refs, budget)
+    ops = _ops(src, sg._tab.Pos + sg_fields[3], nops, codes, refs, ntens) if nops else []
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
     _release_pages(buf)
     return result
+
+
+def _tensors(src: Source, at: int, ntens: int) -> list[Tensor]:
+    """The subgraph's tensors: all at once (bulk.py) where the file is regular, else one at a
+    time, from the same budgets, with the per-tensor reader's checks and errors."""
+    left, total = src.budget.left, src.constants.total
+    tensors = bulk.read_tensors(src, at, ntens, Tensor, _tensor)
+    if tensors is None:
+        src.budget.left, src.constants.total = left, total
+        tensors = [_tensor(src, pos, i) for i, pos in enumerate(FT.tables(src.data, at))]
+    return tensors
+
+
+def _ops(src: Source, at: int, nops: int, codes, refs, ntens: int) -> list[Operator]:
+    """The subgraph's operators: all at once (bulk.py) where the file is regular, else one at
+    a time (_operators), from the same budget, with its checks and errors."""
+    left = src.budget.left
+    ops = bulk.read_operators(src, at, nops, codes, ntens, Operator, read_options)
+    if ops is None:
+        src.budget.left = left
+        ops = _operators(src.data, FT.tables(src.data, at), codes, refs, src.budget)
+    return ops
 
 
 def _root(source):
@@ -262,7 +285,12 @@ def _ints(buf, at: int, budget, what: str) -> tuple[int, ...]:
     counted against the budget before it is read."""
     if not at:
         return ()
-    start, n = FT.vector(buf, at)
+    start = at + _U32.unpack_from(buf, at)[0]  # (FT.vector, inlined: called per tensor and operator)
+    return _ints_at(buf, start + 4, _U32.unpack_from(buf, start)[0], budget, what)
+
+
+def _ints_at(buf, start: int, n: int, budget, what: str) -> tuple[int, ...]:
+    """The n int32 values at `start` (a vector's data), n counted against the budget first."""
     budget.count(n, 1, what)
     if not n:
         return ()
@@ -275,17 +303,24 @@ def _tensor(src: Source, pos: int, i: int) -> Tensor:
     data, budget, nbuf = src.data, src.budget, src.nbuf
     # shape, type, buffer, name, quantization, is_variable, sparsity, shape_signature
     f = FT.fields(data, pos, 8)
-    rank = FT.vector(data, pos + f[0])[1] if f[0] else 0
-    if rank > src.limits.max_rank:  # before reading the shape vector
-        raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {src.limits.max_rank} dimensions")
-    shape = _ints(data, pos + f[0] if f[0] else 0, budget, f"tensor {i} shape")
+    shape, rank = (), 0
+    if f[0]:  # each vector's length is read once, and the rank checked before the shape is read
+        start, rank = FT.vector(data, pos + f[0])
+        if rank > src.limits.max_rank:
+            raise LoadError(f"tensor {i}: rank {rank} exceeds the limit of {src.limits.max_rank} dimensions")
+        shape = _ints_at(data, start, rank, budget, f"tensor {i} shape")
     sig = None
-    n = FT.vector(data, pos + f[7])[1] if f[7] else 0
-    if n:
-        if n != rank:
-            raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
-        sig = _ints(data, pos + f[7], budget, f"tensor {i} signature")
-    name = _text(FT.string(data, pos + f[3]) if f[3] else None) or f"tensor_{i}"
+    if f[7]:
+        start, n = FT.vector(data, pos + f[7])
+        if n:
+            if n != rank:
+                raise LoadError(f"malformed TFLite file: tensor {i} shape_signature has rank {n}, shape {rank}")
+            sig = _ints_at(data, start, n, budget, f"tensor {i} signature")
+    name = ""
+    if f[3]:
+        start, n = FT.vector(data, pos + f[3])
+        name = bytes(data[start:start + n]).decode("utf-8", "replace")  # (FT.string, then _text)
+    name = name or f"tensor_{i}"
     if shape and (min(shape) < 0 or math.prod(shape) > src.limits.max_elements):  # (the rank is checked)
         check_shape(shape, f"tensor {name!r}")  # raises what is wrong
     t = None
@@ -300,20 +335,7 @@ def _tensor(src: Source, pos: int, i: int) -> Tensor:
                     sparse=sparsity is not None)
     q = t.Quantization() if f[4] else None
     if q is not None and q.ScaleLength():
-        n = q.ScaleLength()
-        scale = _numpy(q.ScaleAsNumpy, n, budget, f"tensor {name!r} scales").astype(np.float32)
-        nz = q.ZeroPointLength()
-        zp = _numpy(q.ZeroPointAsNumpy, nz, budget, f"tensor {name!r} zero points").astype(np.int64) \
-            if nz else np.zeros(n, np.int64)
-        if zp.size != n:
-            raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales but {zp.size} zero points")
-        axis = int(q.QuantizedDimension())
-        if n > 1 and not (0 <= axis < rank and shape[axis] == n):
-            raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales for axis {axis} "
-                            f"of shape {shape}")
-        if tensor.type in ZERO_POINT_RANGE:  # the types whose quantization is used
-            _check_quant(name, tensor.type, scale, zp)
-        tensor.quant = Quant(scale, zp, axis)
+        tensor.quant = _quant(q, tensor, budget)
     b = _U32.unpack_from(data, pos + f[2])[0] if f[2] else 0
     if not 0 <= b < max(nbuf, 1):
         raise LoadError(f"malformed TFLite file: tensor {name!r} uses buffer {b}, "
@@ -327,6 +349,24 @@ def _tensor(src: Source, pos: int, i: int) -> Tensor:
             src.constants.add(raw.size, f"tensor {name!r}")
             tensor.data = constant(tensor, raw, alias=src.alias)
     return tensor
+
+
+def _quant(q, tensor: Tensor, budget) -> Quant:
+    """The quantization table `q` of `tensor` (one with scales), checked."""
+    name, shape, n = tensor.name, tensor.shape, q.ScaleLength()
+    scale = _numpy(q.ScaleAsNumpy, n, budget, f"tensor {name!r} scales").astype(np.float32)
+    nz = q.ZeroPointLength()
+    zp = _numpy(q.ZeroPointAsNumpy, nz, budget, f"tensor {name!r} zero points").astype(np.int64) \
+        if nz else np.zeros(n, np.int64)
+    if zp.size != n:
+        raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales but {zp.size} zero points")
+    axis = int(q.QuantizedDimension())
+    if n > 1 and not (0 <= axis < len(shape) and shape[axis] == n):
+        raise LoadError(f"malformed TFLite file: tensor {name!r} has {n} scales for axis {axis} "
+                        f"of shape {shape}")
+    if tensor.type in ZERO_POINT_RANGE:  # the types whose quantization is used
+        _check_quant(name, tensor.type, scale, zp)
+    return Quant(scale, zp, axis)
 
 
 def _check_quant(name: str, type_: int, scale: np.ndarray, zp: np.ndarray) -> None:

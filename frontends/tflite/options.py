@@ -10,7 +10,7 @@ import numpy as np
 
 from armnn_import.errors import LoadError
 
-_U32, _I32 = struct.Struct("<I"), struct.Struct("<i")
+_U32, _I32, _U16 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<H")
 
 
 def _vector(getter, n: int, budget, what: str) -> np.ndarray:
@@ -82,6 +82,14 @@ def _widths(cls, scalars) -> dict[int, int]:
     return out
 
 
+def _extent(data, vtable: int, size: int, widths: dict) -> int:
+    """The bytes past a table's start that its getters read: every field, and the object's
+    size (a field past the object's end: a malformed table)."""
+    obj = _U16.unpack_from(data, vtable + 2)[0]
+    slots = struct.unpack_from(f"<{max(0, size - 4) // 2}H", data, vtable + 4)
+    return max([obj] + [off + widths.get(4 + 2 * k, 8) for k, off in enumerate(slots) if off])
+
+
 def read_options(data, pos: int, f: tuple, budget, seen: dict) -> dict:
     """The builtin options of the operator table at `pos` (its field offsets `f`). Options of
     scalars only are read once per distinct bytes (`seen`): a model's convolutions mostly
@@ -97,11 +105,14 @@ def read_options(data, pos: int, f: tuple, budget, seen: dict) -> dict:
     if not vectors and widths:
         vtable = table - _I32.unpack_from(data, table)[0]
         if 0 <= vtable <= len(data) - 4:
-            size, obj = struct.unpack_from("<HH", data, vtable)
-            slots = struct.unpack_from(f"<{max(0, size - 4) // 2}H", data, vtable + 4)
-            # every byte a getter reads (a field past the object's end: a malformed table)
-            end = max([obj] + [off + widths.get(4 + 2 * k, 8) for k, off in enumerate(slots) if off])
-            key = (type_id, bytes(data[vtable:vtable + size]), bytes(data[table + 4:table + end]))  # (not its vtable offset)
+            size = _U16.unpack_from(data, vtable)[0]
+            vt = bytes(data[vtable:vtable + size])
+            # the extent is a function of the vtable's bytes (at least 4 read): shared by most tables
+            ext = ("extent", type_id, vt if size >= 4 else bytes(data[vtable:vtable + 4]))
+            end = seen.get(ext)
+            if end is None:
+                end = seen[ext] = _extent(data, vtable, size, widths)
+            key = (type_id, vt, bytes(data[table + 4:table + end]))  # (not its vtable offset)
             got = seen.get(key)
             if got is not None:
                 return dict(got)

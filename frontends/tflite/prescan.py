@@ -3,7 +3,7 @@ built and reported at once (structure, tensor types, option ranges, the registry
 A mixin of Ctx (convert.py), which holds the model and the registry."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from armnn_import.errors import Problem, UnsupportedModelError
 from armnn_import.ir.types import DataType
@@ -26,7 +26,7 @@ OPTION_RANGES = {"stride_h": (1, None), "stride_w": (1, None), "dilation_h_facto
 def _option_problem(op):
     """Why an option value is out of range, or None."""
     for key, value in op.options.items():
-        if isinstance(value, float) and not np.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             return f"option {key} is {value}"
         bounds = OPTION_RANGES.get(key)
         if bounds is None or not isinstance(value, int):
@@ -84,7 +84,7 @@ class Prescan:
     def _check(self, op):
         if op.op == "CUSTOM":
             return Refusal(f"custom operator {op.custom_code!r} has no Arm NN equivalent", code="unsupported-op")
-        entry = self.registry.lookup(op.op, op.version)
+        entry = self.entry(op)
         if entry is None:
             versions = [e for e in self.registry.entries() if e.op == op.op]
             if versions:
@@ -92,15 +92,17 @@ class Prescan:
                                f"(known: {', '.join(e.version_range for e in versions)})", code="unsupported-op")
             return self.registry.refusal(op.op) or Refusal("no exact lowering onto Arm NN's 32 layer types",
                                                            code="unsupported-op")
-        if entry.target_problem(self.nb.g.target):
-            return entry.target_problem(self.nb.g.target)
+        r = entry.target_problem(self.nb.g.target)
+        if r:
+            return r
         r = self._structure_problem(op, entry)
         if r:
             return Refusal(r, code="bad-model")
+        tensors = self.m.tensors
         for i in op.inputs + op.outputs:
             if i < 0:
                 continue
-            t = self.t(i)
+            t = tensors[i]
             if t.sparse:
                 return Refusal(f"tensor {t.name!r} is sparse but holds no constant data (only constants are "
                                "densified)", code="unsupported-type")
@@ -126,7 +128,7 @@ class Prescan:
     def _structure_problem(self, op, entry):
         """Why the operator's inputs and outputs make no sense (the model is invalid), or None."""
         need = entry.inputs
-        if len(op.inputs) < need or any(i < 0 for i in op.inputs[:need]):
+        if len(op.inputs) < need or min(op.inputs[:need], default=0) < 0:
             return f"needs {need} input tensors, has {sum(i >= 0 for i in op.inputs[:need])}"
         if not op.outputs:
             return "has no output tensor"
