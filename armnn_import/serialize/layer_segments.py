@@ -170,3 +170,25 @@ def tail(b, layer, names: tuple, values: list, plan) -> int | None:
     """A layer's table with `names` set to the offsets `values`, and its AnyLayer; or None."""
     got = _run(b, (layer.type, names), _tail_program, plan, (), values)
     return None if got is None else got[0]
+
+
+def _const_program(b, shape, plan) -> tuple:
+    """A ConstTensor's tables after its data vector: the data table, the dimensions, the
+    TensorInfo and the ConstTensor."""
+    _, storage, rank = shape
+    info_spec = table_specs(b, "TensorInfo", ("Dimensions", "DataType", "QuantizationScale", "QuantizationOffset"))
+    prog = [("table", *table_specs(b, storage.name, ("Data",)), (("e", 0),)), ("vec", "I", rank),
+            ("table", *info_spec, (("i", 1), "v", "v", "v")),
+            ("table", *table_specs(b, "ConstTensor", ("Info", "DataType", "Data")),
+             (("i", 2), ("c", int(storage)), ("i", 0)))]
+    return prog, (3,)
+
+
+def const_tensor(b, storage, info, data: int) -> int | None:
+    """The tables of a ConstTensor whose data vector is at `data`, or None."""
+    if info.scales is not None:
+        return None
+    shape = info.shape
+    got = _run(b, ("const", storage, len(shape)), _const_program, None,
+               (*shape, info.dtype, info.scale, info.offset), (data,))
+    return None if got is None else got[0]

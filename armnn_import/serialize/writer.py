@@ -98,8 +98,12 @@ def _const_tensor(b, t: ConstTensor, arr=None, info=None) -> int:
         if raw.size % elem.itemsize:
             raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
         data = _vector(b, raw.view(elem), elem)
+    info = t.info if info is None else info
+    off = None if b.segments is None else layer_segments.const_tensor(b, t.storage, info, data)
+    if off is not None:
+        return off
     data_table = _table(b, t.storage.name, ("Data",), (data,))
-    info = _tensor_info(b, t.info if info is None else info)
+    info = _tensor_info(b, info)
     return _table(b, "ConstTensor", ("Info", "DataType", "Data"), (info, int(t.storage), data_table))
 
 
