@@ -28,6 +28,31 @@ from .compiled import layout
 from .tables import room
 
 
+def _table_args(specs, sources, start: int, ends, offs: list, nv: int, checks: list) -> tuple:
+    """A table's pack arguments (as source text) in address order, bar its vtable offset,
+    and the next value's index; bool values' indices go to `checks`."""
+    fields = []
+    for i, src in enumerate(sources):
+        end = start + ends[i]  # the field's end, from the run's start
+        if src == "v":
+            fields.append([f"v[{nv}]"])
+            if specs[i][5] == "bool":  # struct packs any object as '?', table() wants a bool
+                checks.append(nv)
+            nv += 1
+        elif src == "conn":
+            fields.append([f"v[{nv}]", f"v[{nv + 1}]"])
+            nv += 2
+        elif src[0] == "c":
+            fields.append([repr(src[1])])
+        elif src[0] == "i":
+            if end - offs[src[1]] < 4:
+                raise AssertionError("a segment's offset does not point back")
+            fields.append([str(end - offs[src[1]])])
+        else:
+            fields.append([f"U+{end}-e[{src[1]}]"])
+    return [x for f in reversed(fields) for x in f], nv  # the last field added lies lowest
+
+
 def compile_segment(program: list, r: int, vtables: dict, exports: tuple):
     """The writer of `program` started at a distance from the buffer's end ≡ r (mod 8), or None
     while a vtable it uses is not written yet."""
@@ -52,39 +77,25 @@ def compile_segment(program: list, r: int, vtables: dict, exports: tuple):
             found = vtables.get(key)
             if found is None:
                 return None
-            start = used - r
-            rel = start + total
-            fields = []
-            for i, ((slot, pk, size, *_), src) in enumerate(zip(specs, sources)):
-                maxalign = max(maxalign, size)
-                end = start + ends[i]  # the field's end, from the run's start
-                if src == "v":
-                    fields.append([f"v[{nv}]"])
-                    if specs[i][5] == "bool":  # struct packs any object as '?', table() wants a bool
-                        checks.append(nv)
-                    nv += 1
-                elif src == "conn":
-                    fields.append([f"v[{nv}]", f"v[{nv + 1}]"])
-                    nv += 2
-                elif src[0] == "c":
-                    fields.append([repr(src[1])])
-                elif src[0] == "i":
-                    if end - offs[src[1]] < 4:
-                        raise AssertionError("a segment's offset does not point back")
-                    fields.append([str(end - offs[src[1]])])
-                else:
-                    fields.append([f"U+{end}-e[{src[1]}]"])
-            a = [f"{found - rel}-U"] + [x for f in reversed(fields) for x in f]  # address order
+            maxalign = max([maxalign] + [s[2] for s in specs])
+            rel = used - r + total
+            fields, nv = _table_args(specs, sources, used - r, ends, offs, nv, checks)
+            a = [f"{found - rel}-U"] + fields
             pieces.append(packer.format.lstrip("<"))
             used += total
         offs.append(rel)
         args.append(a)
-    total = used - r
     fmt = struct.Struct("<" + "".join(reversed(pieces)))
-    if fmt.size != total:
-        raise AssertionError(f"a segment of {total} bytes packs {fmt.size}")
+    if fmt.size != used - r:
+        raise AssertionError(f"a segment of {used - r} bytes packs {fmt.size}")
     flat = ", ".join(x for a in reversed(args) for x in a)
-    out = ", ".join(f"U+{offs[j]}" for j in exports)
+    return _function(fmt, flat, ", ".join(f"U+{offs[j]}" for j in exports), checks, maxalign)
+
+
+def _function(fmt: struct.Struct, flat: str, out: str, checks: list, maxalign: int):
+    """The segment's function: room for it, one pack of `flat` (the arguments' source text),
+    the head moved, the offsets `out` returned."""
+    total = fmt.size
     src = "\n".join([
         "def segment(b, v, e):",
         "    head = b.head",
