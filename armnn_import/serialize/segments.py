@@ -89,7 +89,7 @@ def compile_segment(program: list, r: int, vtables: dict, exports: tuple):
     if fmt.size != used - r:
         raise AssertionError(f"a segment of {used - r} bytes packs {fmt.size}")
     flat = ", ".join(x for a in reversed(args) for x in a)
-    return _function(fmt, flat, ", ".join(f"U+{offs[j]}" for j in exports), checks, maxalign)
+    return _function(fmt, flat, "".join(f"U+{offs[j]}, " for j in exports), checks, maxalign)
 
 
 def _function(fmt: struct.Struct, flat: str, out: str, checks: list, maxalign: int):
@@ -107,7 +107,7 @@ def _function(fmt: struct.Struct, flat: str, out: str, checks: list, maxalign: i
         f"    pack(buf, head - {total}, {flat})",
         f"    b.head = head - {total}",
         f"    if b.minalign < {maxalign}: b.minalign = {maxalign}",
-        f"    return ({out},)",
+        f"    return ({out})",
     ])
     scope = {"room": room, "pack": fmt.pack_into}
     exec(compile(src, "<armnn_import segment>", "exec"), scope)  # noqa: S102 - our own code, made above
