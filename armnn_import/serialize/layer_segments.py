@@ -57,33 +57,43 @@ def _values(layer, index: int, positions: dict, plan) -> tuple | None:
     kind, bindable, with_desc, _, _, dplan, _ = plan
     v = []
     for l, s in layer.inputs:
-        v.append(positions[id(l)])
-        v.append(s)
-    ranks = []
-    for info in layer.outputs:
+        v += (positions[id(l)], s)
+    outs = layer.outputs
+    if len(outs) == 1:  # (most layers: no loop)
+        info = outs[0]
         if info.scales is not None:
             return None
         shape = info.shape
-        ranks.append(len(shape))
+        ranks = (len(shape),)
         v += shape
-        v.append(info.dtype)
-        v.append(info.scale)
-        v.append(info.offset)
-    v.append(index)
+        v += (info.dtype, info.scale, info.offset, index)
+    else:
+        ranks = []
+        for info in outs:
+            if info.scales is not None:
+                return None
+            ranks.append(len(info.shape))
+            v += info.shape
+            v += (info.dtype, info.scale, info.offset)
+        ranks = tuple(ranks)
+        v.append(index)
     if bindable:
         v.append(layer.binding_id)
-    lens = []
+    lens = ()
     if with_desc:
         desc = layer.desc
         if type(desc) is not kind.descriptor:
             return None
-        for x in dplan[1](desc):
-            if type(x) is not tuple or len(x) > 64:
-                return None
-            lens.append(len(x))
-            v += x
+        if dplan[0]:
+            lens = []
+            for x in dplan[1](desc):
+                if type(x) is not tuple or len(x) > 64:
+                    return None
+                lens.append(len(x))
+                v += x
+            lens = tuple(lens)
         v += dplan[2](desc)
-    return v, (layer.type, len(layer.inputs), tuple(ranks), tuple(lens), bool(layer.tensors or kind.params))
+    return v, (layer.type, len(layer.inputs), ranks, lens, bool(layer.tensors or kind.params))
 
 
 def _head_program(b, shape, plan) -> tuple:
