@@ -285,14 +285,15 @@ def _estimate(graph: Graph, weight_bytes: int) -> int:
     """The buffer size to start with: the weights, the names and ~100 bytes per slot and
     ~500 per layer of tables. Only a guess (descriptor vectors, long shapes, alignment):
     when it is short the buffer grows, which is correct, just slower."""
-    per_layer = sum(512 + len(l.name.encode("utf-8", "surrogatepass")) + 96 * (len(l.inputs) + len(l.outputs))
-                    for l in graph.layers)
-    return weight_bytes + 4096 + per_layer
+    layers = graph.layers
+    names = len("".join([l.name for l in layers]).encode("utf-8", "surrogatepass"))  # (one encode, not one per name)
+    slots = sum([len(l.inputs) + len(l.outputs) for l in layers])
+    return weight_bytes + 4096 + 512 * len(layers) + names + 96 * slots
 
 
 def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None,
            segments: bool = True) -> _Builder:
-    unique = {id(t): t for l in graph.layers for t in l.tensors.values()}  # (shared tensors: once)
+    unique = {id(t): t for l in graph.layers if l.tensors for t in l.tensors.values()}  # (shared tensors: once)
     weight_bytes = sum(t.stored.nbytes for t in unique.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
@@ -309,7 +310,7 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     b.w_base = _writer(b, "LayerBase", _LAYER_BASE)
     b.w_tensor_info = _writer(b, "TensorInfo", _TENSOR_INFO)
     order = file_order(graph)
-    positions = {id(l): i for i, l in enumerate(order)}
+    positions = dict(zip(map(id, order), range(len(order))))  # id(layer) -> its index in the file
     layers = []
     for i, l in enumerate(order):
         try:
