@@ -3,6 +3,7 @@ file's chunks (writer.write_chunks), the buffer grown into zero pages."""
 from __future__ import annotations
 
 import mmap
+import struct
 
 import flatbuffers
 import numpy as np
@@ -11,6 +12,7 @@ from ..errors import SerializationError
 from . import tables
 
 _RELEASE_MIN_BYTES = 1 << 20
+_UOFFSET = struct.Struct("<I")
 
 
 class Builder(flatbuffers.Builder):
@@ -49,16 +51,36 @@ class Builder(flatbuffers.Builder):
         x = np.asarray(x)
         if x.dtype.byteorder == ">":
             x = x.astype(x.dtype.newbyteorder("<"))
-        self.StartVector(x.itemsize, x.size, x.dtype.alignment)
-        self.head = self.head - x.nbytes
+        if x.dtype.alignment > 4 or self.nested:
+            self.StartVector(x.itemsize, x.size, x.dtype.alignment)
+            self.head = self.head - x.nbytes
+            self._place(x)
+            self.vectorNumElems = x.size
+            return self.EndVector()
+        # StartVector(itemsize, n, alignment <= 4) and EndVector in a few statements (the same bytes):
+        # the padding that aligns the end of the data to 4, the data, then its length
+        nbytes, head = x.nbytes, self.head
+        pad = (head - len(self.Bytes) - nbytes) & 3
+        if head < pad + 4 + nbytes:
+            head = tables.room(self, pad + 4 + nbytes)
+        if self.minalign < 4:
+            self.minalign = 4
+        if pad:
+            self.Bytes[head - pad:head] = b"\x00" * pad
+        self.head = head - pad - nbytes
+        self._place(x)
+        self.head -= 4
+        _UOFFSET.pack_into(self.Bytes, self.head, x.size)
+        return len(self.Bytes) - self.head
+
+    def _place(self, x: np.ndarray) -> None:
+        """Copy `x` to the head (its room made), or defer it (write_chunks)."""
         if self.defer_min is not None and x.nbytes >= self.defer_min:
             self.deferred.append((self.Offset(), x))
-        else:
+        elif x.nbytes:
             dst = np.frombuffer(self.Bytes, x.dtype.newbyteorder("<"), x.size, self.head)
             dst.reshape(x.shape)[...] = x
             release_mapped(x)
-        self.vectorNumElems = x.size
-        return self.EndVector()
 
     def GrowByteBuffer(self):
         """Double the buffer like the stock builder, but into zero pages again, copying

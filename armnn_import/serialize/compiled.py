@@ -15,7 +15,7 @@ from flatbuffers.builder import IsNestedError
 from .tables import new_vtable, room, table
 
 
-def _layout(specs, used0: int) -> tuple:
+def layout(specs, used0: int) -> tuple:
     """Where table() would put each field, starting `used0` bytes from the buffer's end:
     (total bytes, struct format in address order, vtable entries relative to the start,
     the dedup key, per field its distance from the start of the object's end)."""
@@ -99,7 +99,7 @@ def compile_table(nfields: int, specs: tuple):
         r = (len(buf) - head) & 7
         lay = layouts[r]
         if lay is None:
-            lay = layouts[r] = _layout(specs, r)
+            lay = layouts[r] = layout(specs, r)
         total, packer, vt, key, ends = lay
         if head < total:
             head = room(b, total)

@@ -303,3 +303,12 @@ def new_vtable(b, object_offset: int, object_size: int, key: tuple) -> None:
     object_start = len(b.Bytes) - object_offset
     _SOFFSET.pack_into(b.Bytes, object_start, b.Offset() - object_offset)
     b.vtables[key] = b.Offset()
+
+
+def table_specs(b, table: str, names: tuple) -> tuple:
+    """(slot count, field specs) of `table`'s fields `names` in the builder's bindings
+    (b.fb), worked out once per build (cached in b.specs)."""
+    got = b.specs.get((table, names))
+    if got is None:
+        got = b.specs[(table, names)] = (num_fields(b.fb, table), tuple(field(b.fb, table, k) for k in names))
+    return got

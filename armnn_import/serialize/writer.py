@@ -27,6 +27,7 @@ from . import tables
 from .check import FILE_IDENTIFIER, check_file  # noqa: F401 - (check_file: api.py's write check)
 from .builder import Builder as _Builder, release_mapped as _release_mapped
 from .compiled import compile_table
+from . import layer_segments
 
 MAX_BYTES = 2 ** 31 - 1  # FlatBuffers uses signed 32-bit offsets
 
@@ -42,14 +43,7 @@ def _call(table: str, what: str, b, *args):
     return getattr(b.fb, f"{table}{what}")(b, *args)
 
 
-def _specs(b, table: str, names: tuple) -> tuple:
-    """(slot count, field specs) of `table`'s fields `names` in this target's bindings
-    (serialize.tables), worked out once per build."""
-    got = b.specs.get((table, names))
-    if got is None:
-        got = b.specs[(table, names)] = (tables.num_fields(b.fb, table),
-                                         tuple(tables.field(b.fb, table, k) for k in names))
-    return got
+_specs = tables.table_specs
 
 
 def _writer(b, table: str, names: tuple):
@@ -104,8 +98,12 @@ def _const_tensor(b, t: ConstTensor, arr=None, info=None) -> int:
         if raw.size % elem.itemsize:
             raise SerializationError(f"{t.info}: {raw.size} bytes do not fill {t.storage.name} elements")
         data = _vector(b, raw.view(elem), elem)
+    info = t.info if info is None else info
+    off = None if b.segments is None else layer_segments.const_tensor(b, t.storage, info, data)
+    if off is not None:
+        return off
     data_table = _table(b, t.storage.name, ("Data",), (data,))
-    info = _tensor_info(b, t.info if info is None else info)
+    info = _tensor_info(b, info)
     return _table(b, "ConstTensor", ("Info", "DataType", "Data"), (info, int(t.storage), data_table))
 
 
@@ -164,8 +162,7 @@ def _descriptor(b, desc) -> int:
     return write(b, values)
 
 
-def _layer_base(b, layer, index: int, positions: dict[int, int]) -> int:
-    name = tables.string(b, layer.name) if type(layer.name) is str else b.CreateString(layer.name)
+def _layer_base(b, layer, index: int, positions: dict[int, int], name: int) -> int:
     slot, connection = b.w_in_slot, tables.connection
     in_slots = [slot(b, (i, connection(positions[id(l)], s))) for i, (l, s) in enumerate(layer.inputs)]
     slot = b.w_out_slot
@@ -180,26 +177,36 @@ _LAYER_BASE = ("Index", "LayerName", "LayerType", "InputSlots", "OutputSlots")
 
 def _layer_plan(b, ltype) -> tuple:
     """(kind, Input or Output, whether the descriptor is written, the union tag, the AnyLayer
-    writer) of a layer type for this build: what _layer asks per layer, worked out once."""
+    writer, the descriptor's segment plan, whether the layer goes by segments) of a layer type
+    for this build: what _layer asks per layer, worked out once."""
     plan = b.layer_plans.get(ltype)
     if plan is None:
         kind = LAYER_KINDS[ltype]
+        with_desc = kind.descriptor is not None and b.target.at_least(kind.descriptor_since)  # (19.02 Gather: none)
+        dplan = layer_segments.descriptor_plan(b, kind.descriptor, schema_name) if with_desc else None
         plan = b.layer_plans[ltype] = (
-            kind, ltype in (LayerType.Input, LayerType.Output),
-            kind.descriptor is not None and b.target.at_least(kind.descriptor_since),  # (the 19.02 GatherLayer has none)
-            b.union[kind.table], _writer(b, "AnyLayer", ("LayerType", "Layer")))
+            kind, ltype in (LayerType.Input, LayerType.Output), with_desc,
+            b.union[kind.table], _writer(b, "AnyLayer", ("LayerType", "Layer")), dplan,
+            b.segments is not None and not kind.params and (dplan is not None or not with_desc))
     return plan
 
 
 def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
-    kind, bindable, with_desc, union, any_layer = _layer_plan(b, layer.type)
-    base = _layer_base(b, layer, index, positions)
-    if bindable:
-        base = _table(b, "BindableLayerBase", ("Base", "LayerBindingId"), (base, layer.binding_id))
-    names, values = ["Base"], [base]
-    if with_desc:
-        names.append("Descriptor")
-        values.append(_descriptor(b, layer.desc))
+    plan = _layer_plan(b, layer.type)
+    kind, bindable, with_desc, union, any_layer, _, by_segments = plan
+    name = tables.string(b, layer.name) if type(layer.name) is str else b.CreateString(layer.name)
+    got = layer_segments.head(b, layer, index, positions, name, plan) if by_segments else None
+    if got is None:
+        got = base, = (_layer_base(b, layer, index, positions, name),)
+        if bindable:
+            got = base, = (_table(b, "BindableLayerBase", ("Base", "LayerBindingId"), (base, layer.binding_id)),)
+        if with_desc:
+            got = (base, _descriptor(b, layer.desc))
+        if not (layer.tensors or kind.params):
+            return any_layer(b, (union, _table(b, kind.table, ("Base", "Descriptor")[:len(got)], got)))
+    elif not (layer.tensors or kind.params):
+        return got[0]  # the segment held the whole layer
+    names, values = ["Base", "Descriptor"][:len(got)], list(got)
     if layer.tensors:
         tensors = {k: _file_tensor(b, layer, k) for k in kind.tensors if k in layer.tensors}
         if kind.params:  # the tensors sit in a nested table (LstmInputParams), the layer's inputParams
@@ -210,8 +217,9 @@ def _layer(b, layer, index: int, positions: dict[int, int]) -> int:
     elif kind.params:
         names.append(schema_name("input_params"))
         values.append(_params_table(b, kind.params, {}))
-    table = _table(b, kind.table, tuple(names), values)
-    return any_layer(b, (union, table))
+    names = tuple(names)
+    off = layer_segments.tail(b, layer, names, values, plan) if by_segments else None
+    return any_layer(b, (union, _table(b, kind.table, names, values))) if off is None else off
 
 
 def _params_table(b, table: str, tensors: dict[str, int]) -> int:
@@ -238,11 +246,12 @@ def write(graph: Graph) -> bytes:
     return bytes(write_buffer(graph))
 
 
-def write_buffer(graph: Graph, *, buffer_size: int | None = None) -> memoryview:
+def write_buffer(graph: Graph, *, buffer_size: int | None = None, segments: bool = True) -> memoryview:
     """Like write(), but a view of the builder's buffer (no final copy).
     `buffer_size`: the builder's first buffer (default: estimated); the bytes do not
-    depend on it, only how often the buffer grows (the tests vary it)."""
-    b = _build(graph, buffer_size=buffer_size)
+    depend on it, only how often the buffer grows (the tests vary it). `segments`: False
+    writes every table on its own (layer_segments; the same bytes, the tests compare them)."""
+    b = _build(graph, buffer_size=buffer_size, segments=segments)
     return memoryview(b.Bytes)[b.Head():]
 
 
@@ -276,13 +285,15 @@ def _estimate(graph: Graph, weight_bytes: int) -> int:
     """The buffer size to start with: the weights, the names and ~100 bytes per slot and
     ~500 per layer of tables. Only a guess (descriptor vectors, long shapes, alignment):
     when it is short the buffer grows, which is correct, just slower."""
-    per_layer = sum(512 + len(l.name.encode("utf-8", "surrogatepass")) + 96 * (len(l.inputs) + len(l.outputs))
-                    for l in graph.layers)
-    return weight_bytes + 4096 + per_layer
+    layers = graph.layers
+    names = len("".join([l.name for l in layers]).encode("utf-8", "surrogatepass"))  # (one encode, not one per name)
+    slots = sum([len(l.inputs) + len(l.outputs) for l in layers])
+    return weight_bytes + 4096 + 512 * len(layers) + names + 96 * slots
 
 
-def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None) -> _Builder:
-    unique = {id(t): t for l in graph.layers for t in l.tensors.values()}  # (shared tensors: once)
+def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None = None,
+           segments: bool = True) -> _Builder:
+    unique = {id(t): t for l in graph.layers if l.tensors for t in l.tensors.values()}  # (shared tensors: once)
     weight_bytes = sum(t.stored.nbytes for t in unique.values())
     if weight_bytes > MAX_BYTES - (1 << 20):
         raise SerializationError(
@@ -293,12 +304,13 @@ def _build(graph: Graph, defer_min: int | None = None, buffer_size: int | None =
     b.target, b.fb = graph.target, graph.target.bindings
     b.union = {t: i + 1 for i, t in enumerate(UNION_ORDER)}
     b.layer_plans = {}  # layer type -> _layer_plan
+    b.segments, b.programs = ({}, {}) if segments else (None, None)  # (layer_segments)
     b.w_in_slot = _writer(b, "InputSlot", ("Index", "Connection"))
     b.w_out_slot = _writer(b, "OutputSlot", ("Index", "TensorInfo"))
     b.w_base = _writer(b, "LayerBase", _LAYER_BASE)
     b.w_tensor_info = _writer(b, "TensorInfo", _TENSOR_INFO)
     order = file_order(graph)
-    positions = {id(l): i for i, l in enumerate(order)}
+    positions = dict(zip(map(id, order), range(len(order))))  # id(layer) -> its index in the file
     layers = []
     for i, l in enumerate(order):
         try:
