@@ -5,9 +5,11 @@
 // each follows itself and the other equally often), timing each block with the thread's CPU clock
 // (CLOCK_THREAD_CPUTIME_ID: CpuRef runs its workloads on the calling thread) and the monotonic
 // wall clock. A round's ratio is sum(A) / sum(B) over the same number of inferences (~SECONDS of
-// work per side); the verdict the caller takes is the median of the rounds' ratios.
+// work per side); the verdict the caller takes is the median of the rounds' ratios. Each side is
+// loaded --copies times (A0 B0 B1 A1: see LoadAll) and the blocks go round the copies.
 //
-// Usage: armnn-pair [--rounds 5] [--seconds 1.0] [--block-ms 1.0] [--warmup-ms 200] [--out DIR]
+// Usage: armnn-pair [--rounds 5] [--seconds 1.0] [--block-ms 1.0] [--warmup-ms 200] [--copies 2]
+//                   [--out DIR [--profile]]
 //                   --a MODEL.armnn [--a-graph-order] [--a-in IN.npy ...]
 //                   --b MODEL.armnn [--b-graph-order] [--b-in IN.npy ...]
 // Prints one JSON object on stdout (per-inference ms of each side per round, the ratios and their
@@ -197,6 +199,8 @@ struct Options
     double blockMs = 1.0;   // a timed block holds enough inferences for this much work
     double warmupMs = 200.0;
     std::string outDir;
+    bool profile = false;   // Arm NN's profiler on both networks in the rounds (costs time itself)
+    int copies = 2;         // networks loaded per side (LoadAll)
     Side a, b;
 };
 
@@ -220,6 +224,8 @@ Options ParseArgs(int argc, char** argv)
         else if (x == "--block-ms") o.blockMs = std::stod(value(i));
         else if (x == "--warmup-ms") o.warmupMs = std::stod(value(i));
         else if (x == "--out") o.outDir = value(i);
+        else if (x == "--profile") o.profile = true;
+        else if (x == "--copies") o.copies = std::stoi(value(i));
         else if (x == "--a") o.a.path = value(i);
         else if (x == "--b") o.b.path = value(i);
         else if (x == "--a-in") o.a.inputPaths.push_back(value(i));
@@ -233,9 +239,11 @@ Options ParseArgs(int argc, char** argv)
         }
         else Fail(kUsageError, "unknown argument " + x + " (see the head of benchmarks/armnn_pair.cpp)");
     }
-    if (o.a.path.empty() || o.b.path.empty() || o.rounds < 1 || !(o.seconds > 0) || !(o.blockMs > 0))
+    if (o.a.path.empty() || o.b.path.empty() || o.rounds < 1 || o.copies < 1 || !(o.seconds > 0) || !(o.blockMs > 0) ||
+        (o.profile && o.outDir.empty()))
     {
-        Fail(kUsageError, "need --a MODEL and --b MODEL, --rounds >= 1, --seconds > 0, --block-ms > 0");
+        Fail(kUsageError, "need --a MODEL and --b MODEL, --rounds >= 1, --copies >= 1, --seconds > 0, --block-ms > 0, "
+                          "and --out DIR with --profile");
     }
     return o;
 }
@@ -250,59 +258,97 @@ void WriteOutputs(const Side& s, const std::string& dir)
     }
 }
 
+// Loads `copies` networks of each side in the order A0 B0 B1 A1 (A0 B0 B1 A1 A2 B2 ... for more):
+// where a network's buffers land moves its time by up to ~0.5 % here, and this order gives both
+// sides the same mean place.
+void LoadAll(Options& o, armnn::IRuntime& runtime, std::vector<Side>& as, std::vector<Side>& bs)
+{
+    as.assign(static_cast<size_t>(o.copies), o.a);   // all copies made before any is loaded: the
+    bs.assign(static_cast<size_t>(o.copies), o.b);   // input tensors point into each copy's arrays
+    armnn::NetworkId id = 0;
+    for (size_t c = 0; c < as.size(); ++c)
+    {
+        Side& first = c % 2 == 0 ? as[c] : bs[c];
+        Side& second = c % 2 == 0 ? bs[c] : as[c];
+        Load(first, runtime, id++);
+        Load(second, runtime, id++);
+    }
+}
+
 int RunPair(int argc, char** argv)
 {
     Options o = ParseArgs(argc, argv);
     armnn::IRuntime::CreationOptions options;
     armnn::IRuntimePtr runtime = armnn::IRuntime::Create(options);
-    Load(o.a, *runtime, 0);
-    Load(o.b, *runtime, 1);
+    std::vector<Side> as, bs;
+    LoadAll(o, *runtime, as, bs);
     SetStage("inference", kRuntimeError);
-    double warmA = WarmUp(*runtime, o.a, o.warmupMs);
-    double warmB = WarmUp(*runtime, o.b, o.warmupMs);
+    double warmA = 0.0, warmB = 0.0;
+    for (size_t c = 0; c < as.size(); ++c)
+    {
+        warmA += WarmUp(*runtime, as[c], o.warmupMs) / o.copies;
+        warmB += WarmUp(*runtime, bs[c], o.warmupMs) / o.copies;
+    }
     double each = std::max(0.5 * (warmA + warmB), 1e-4);
     int k = std::max(1, static_cast<int>(std::ceil(o.blockMs / each)));
     int pairs = std::max(2, static_cast<int>(std::ceil(o.seconds * 1e3 / (k * each))));
-    pairs += pairs % 2;   // AB and BA equally often
+    pairs = (pairs + 2 * o.copies - 1) / (2 * o.copies) * (2 * o.copies);   // AB and BA on every copy alike
     long n = static_cast<long>(pairs) * k;   // inferences per side per round
+    if (o.profile)   // copy 0 of each side only: its profile holds half the inferences with 2 copies
+    {
+        runtime->GetProfiler(as[0].id)->EnableProfiling(true);
+        runtime->GetProfiler(bs[0].id)->EnableProfiling(true);
+    }
 
-    std::vector<double> aCpu, bCpu, aWall, bWall, rCpu, rWall, thread, process;
+    std::vector<double> aCpu, bCpu, aWall, bWall, rCpu, rWall, rPairs, thread, process;
     for (int r = 0; r < o.rounds; ++r)
     {
         Time ta, tb;
+        std::vector<double> pairRatios;   // A / B of each adjacent AB or BA pair of blocks
         double p0 = Clock(CLOCK_PROCESS_CPUTIME_ID);
         double t0 = Clock(CLOCK_THREAD_CPUTIME_ID);
         for (int p = 0; p < pairs; ++p)
         {
-            Side& first = p % 2 == 0 ? o.a : o.b;
-            Side& second = p % 2 == 0 ? o.b : o.a;
-            Time t1 = RunBlock(*runtime, first, k);
-            Time t2 = RunBlock(*runtime, second, k);
-            Time& f = p % 2 == 0 ? ta : tb;
-            Time& g = p % 2 == 0 ? tb : ta;
-            f.cpu += t1.cpu; f.wall += t1.wall;
-            g.cpu += t2.cpu; g.wall += t2.wall;
+            size_t c = static_cast<size_t>(p / 2 % o.copies);
+            bool aFirst = p % 2 == 0;
+            Time t1 = RunBlock(*runtime, aFirst ? as[c] : bs[c], k);
+            Time t2 = RunBlock(*runtime, aFirst ? bs[c] : as[c], k);
+            const Time& ti = aFirst ? t1 : t2;   // A's block
+            const Time& tj = aFirst ? t2 : t1;   // B's block
+            pairRatios.push_back(ti.cpu / tj.cpu);
+            ta.cpu += ti.cpu; ta.wall += ti.wall;
+            tb.cpu += tj.cpu; tb.wall += tj.wall;
         }
         thread.push_back(Clock(CLOCK_THREAD_CPUTIME_ID) - t0);
         process.push_back(Clock(CLOCK_PROCESS_CPUTIME_ID) - p0);
         aCpu.push_back(ta.cpu / n); bCpu.push_back(tb.cpu / n);
         aWall.push_back(ta.wall / n); bWall.push_back(tb.wall / n);
         rCpu.push_back(ta.cpu / tb.cpu); rWall.push_back(ta.wall / tb.wall);
+        rPairs.push_back(Median(pairRatios));
     }
     if (!o.outDir.empty())
     {
         SetStage("writing outputs", kRuntimeError);
         mkdir(o.outDir.c_str(), 0777);
-        WriteOutputs(o.a, o.outDir);
-        WriteOutputs(o.b, o.outDir);
+        for (const Side* s : {&as[0], &bs[0]})
+        {
+            WriteOutputs(*s, o.outDir);
+            if (o.profile)   // per workload event: count, mean, min, max and total wall time
+            {
+                std::ofstream f(o.outDir + "/" + s->name + "_profile.txt");
+                runtime->GetProfiler(s->id)->AnalyzeEventsAndWriteResults(f);
+            }
+        }
     }
     // process vs thread CPU per round: equal when CpuRef did all its work on this thread
     std::cout << "{\"release\": \"" << ARMNN_HARNESS_RELEASE << "\", \"block\": " << k << ", \"pairs\": " << pairs
+              << ", \"copies\": " << o.copies
               << ", \"inferences_per_round\": " << n << ", \"warm_cpu_ms\": " << Json({warmA, warmB})
               << ", \"a_cpu_ms\": " << Json(aCpu) << ", \"b_cpu_ms\": " << Json(bCpu)
               << ", \"a_wall_ms\": " << Json(aWall) << ", \"b_wall_ms\": " << Json(bWall)
               << ", \"ratio_cpu\": " << Json(rCpu) << ", \"ratio_wall\": " << Json(rWall)
               << ", \"median_cpu\": " << Median(rCpu) << ", \"median_wall\": " << Median(rWall)
+              << ", \"ratio_cpu_pair_median\": " << Json(rPairs) << ", \"median_cpu_pair_median\": " << Median(rPairs)
               << ", \"round_thread_cpu_ms\": " << Json(thread) << ", \"round_process_cpu_ms\": " << Json(process)
               << "}" << std::endl;
     return kOk;

@@ -44,17 +44,36 @@ def tool(release: str) -> tuple[str | None, str]:
     return out[-1], ""
 
 
+def _merge(parts: list[dict]) -> dict:
+    """One result of several single-round processes: their rounds side by side, medians anew."""
+    out = {k: parts[0][k] for k in ("release", "block", "pairs", "copies", "inferences_per_round")}
+    for k in ("a_cpu_ms", "b_cpu_ms", "a_wall_ms", "b_wall_ms", "ratio_cpu", "ratio_wall", "ratio_cpu_pair_median",
+              "round_thread_cpu_ms", "round_process_cpu_ms"):
+        out[k] = [x for p in parts for x in p[k]]
+    out["warm_cpu_ms"] = parts[0]["warm_cpu_ms"]
+    out["median_cpu"], out["median_wall"] = statistics.median(out["ratio_cpu"]), statistics.median(out["ratio_wall"])
+    out["median_cpu_pair_median"] = statistics.median(out["ratio_cpu_pair_median"])
+    return out
+
+
 def run(exe: str, a: str, b: str, a_inputs=(), b_inputs=(), a_graph=False, b_graph=False,
-        rounds: int = 5, seconds: float = 1.0, outdir: str | None = None) -> dict:
-    """Time A against B in one process (see armnn_pair.cpp); the tool's JSON as a dict."""
-    args = [exe, "--rounds", str(rounds), "--seconds", str(seconds), "--a", a, "--b", b]
+        rounds: int = 5, seconds: float = 1.0, outdir: str | None = None, fresh: bool = True) -> dict:
+    """Time A against B (see armnn_pair.cpp); the tool's JSON as a dict. fresh: every round is a
+    process of its own (the default), so where the networks' buffers land, which moves a pair's
+    ratio by up to ~2 % for a whole process here, changes from round to round as the machine's
+    drift does not: it drifts within a round, and the round's ABBA blocks cancel that."""
+    args = [exe, "--seconds", str(seconds), "--a", a, "--b", b]
     args += [x for p in a_inputs for x in ("--a-in", p)] + [x for p in b_inputs for x in ("--b-in", p)]
     args += (["--a-graph-order"] if a_graph else []) + (["--b-graph-order"] if b_graph else [])
-    args += ["--out", outdir] if outdir else []
-    p = subprocess.run(args, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if p.returncode != 0:
-        raise PairError(_last_error(p.stderr).replace("armnn-pair: error: ", ""))
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    parts = []
+    for r in range(rounds if fresh else 1):
+        last = r == (rounds - 1 if fresh else 0)
+        cmd = args + ["--rounds", "1" if fresh else str(rounds)] + (["--out", outdir] if outdir and last else [])
+        p = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if p.returncode != 0:
+            raise PairError(_last_error(p.stderr).replace("armnn-pair: error: ", ""))
+        parts.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return _merge(parts) if fresh else parts[0]
 
 
 def time_row(row: dict, exe: str, sides: dict, inputs: dict, rounds: int, seconds: float, outdir: str) -> None:
@@ -78,6 +97,8 @@ def time_row(row: dict, exe: str, sides: dict, inputs: dict, rounds: int, second
             diffs.append(float(np.max(np.abs(xa.astype(np.float64) - xb.astype(np.float64)), initial=0.0)))
     row["pair"] = {"ratio_cpu_rounds": res["ratio_cpu"], "ratio_wall_rounds": res["ratio_wall"],
                    "median_cpu": res["median_cpu"], "median_wall": res["median_wall"],
+                   "ratio_cpu_pair_median_rounds": res["ratio_cpu_pair_median"],
+                   "median_cpu_pair_median": res["median_cpu_pair_median"],
                    "ours_cpu_ms": statistics.median(res["a_cpu_ms"]),
                    "anchor_cpu_ms": statistics.median(res["b_cpu_ms"]),
                    "ours_wall_ms": statistics.median(res["a_wall_ms"]),
@@ -98,7 +119,8 @@ def anchor_inputs(runner: str, path: str, npz: str) -> list[str]:
     return paths
 
 
-def aa(release: str, model: str, runs: int, rounds: int, seconds: float) -> tuple[list, list, float]:
+def aa(release: str, model: str, runs: int, rounds: int, seconds: float,
+       fresh: bool = True) -> tuple[list, list, list, float]:
     """Medians of `runs` A/A runs: the anchor's file of `model` against a byte copy of itself."""
     sys.path.insert(0, REPO)
     from armnn_import.testing import armnn_runtime as rt
@@ -112,8 +134,14 @@ def aa(release: str, model: str, runs: int, rounds: int, seconds: float) -> tupl
             raise PairError("anchor failed: " + _last_error(p.stderr))
         shutil.copyfile(a, b)
         ins = anchor_inputs(rt.find_runner(release), a, os.path.splitext(model)[0] + ".npz")
-        res = [run(exe, a, b, ins, ins, True, True, rounds, seconds) for _ in range(runs)]
-    return [r["median_cpu"] for r in res], [r["median_wall"] for r in res], res[0]["warm_cpu_ms"][0]
+        res = [run(exe, a, b, ins, ins, True, True, rounds, seconds, fresh=fresh) for _ in range(runs)]
+    return ([r["median_cpu"] for r in res], [r.get("median_cpu_pair_median") for r in res],
+            [r["median_wall"] for r in res], res[0]["warm_cpu_ms"][0])
+
+
+def _spread(xs: list[float]) -> str:
+    return (f"{' '.join(f'{x:.4f}' for x in xs)} (max |1 - x| {max(abs(x - 1) for x in xs):.4f}, "
+            f"within 0.5 %: {sum(abs(x - 1) <= 0.005 for x in xs)}/{len(xs)})")
 
 
 def main(argv=None) -> int:
@@ -124,6 +152,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p_aa = sub.add_parser("aa", help="A/A control: the anchor's file against a copy of itself")
     p_aa.add_argument("--runs", type=int, default=5)
+    p_aa.add_argument("--one-process", action="store_true", help="all rounds in one process (not fresh)")
     p_aa.add_argument("models", nargs="+")
     p_ab = sub.add_parser("ab", help="time two files")
     p_ab.add_argument("a")
@@ -139,13 +168,11 @@ def main(argv=None) -> int:
         print(json.dumps(run(exe, a, b, args.a_in, args.b_in, bool(ga), bool(gb), args.rounds, args.seconds)))
         return 0
     print(f"A/A, Arm NN {args.release} CpuRef, {args.runs} runs of {args.rounds} rounds x {args.seconds:g} s per "
-          f"side; load {os.getloadavg()[0]:.2f}", flush=True)
+          f"side, {'one process' if args.one_process else 'a process per round'}; load {os.getloadavg()[0]:.2f}", flush=True)
     for m in args.models:
-        cpu, wall, ms = aa(args.release, m, args.runs, args.rounds, args.seconds)
-        off = max(abs(x - 1) for x in cpu)
-        print(f"{os.path.basename(m)} ({ms:.2f} ms): CPU medians {' '.join(f'{x:.4f}' for x in cpu)} "
-              f"(max |1 - x| {off:.4f}, spread {max(cpu) - min(cpu):.4f}, median {statistics.median(cpu):.4f}); "
-              f"wall {' '.join(f'{x:.4f}' for x in wall)}; load {os.getloadavg()[0]:.2f}", flush=True)
+        cpu, pm, wall, ms = aa(args.release, m, args.runs, args.rounds, args.seconds, not args.one_process)
+        print(f"{os.path.basename(m)} ({ms:.3f} ms): CPU {_spread(cpu)}; per-pair medians {_spread(pm)}; "
+              f"wall {_spread(wall)}; load {os.getloadavg()[0]:.2f}", flush=True)
     return 0
 
 
