@@ -101,3 +101,35 @@ def test_20_08_keeps_mean_and_19_02_is_unchanged(tmp_path):
         out = tmp_path / f"{target}.armnn"
         assert cli.main([str(src), "-o", str(out), "-q", "--target", target]) == 0
         assert LayerType.Mean in [l.type for l in read(out.read_bytes()).layers]
+
+
+#: the reference models whose --target 23.08 files changed when MEAN became a Pooling2d (all
+#: their MEANs are over H and W; python /work/wt/tools/hash_target.py --target 23.08 --check)
+MEAN_MODELS = [f"tflite/models/{m}.tflite" for m in (
+    "densenet_mini.float32", "efficientnet_mini.float32", "mobilenet_v1_025.float32", "mobilenet_v1_mini.float32",
+    "mobilenet_v2_035.float32", "mobilenet_v3_small_075.float32", "pruned_convnet.sparse",
+    "pruned_convnet.sparsefp16", "resnet_mini.float32")] + [
+    f"tflite/ops/{m}.tflite" for m in ("conv_fc.dynamic", "conv_fc.float32", "conv_fc.fp16w", "mean.float32")]
+
+
+def _mean_models():
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from reference_models import params
+    return [p for p in params() if p.values[0] in MEAN_MODELS]
+
+
+@pytest.mark.parametrize("model_id, path, npz", _mean_models())
+def test_reference_models_with_a_mean_on_the_23_08_runtime(model_id, path, npz, tmp_path):
+    """Every TFLite reference model whose MEAN becomes a Pooling2d under --target 23.08 matches
+    LiteRT on Arm NN 23.08 as the CLI writes it, as before."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from test_targets import RICH_NETWORK_LSB
+    from test_verify_cmd import HYBRID_KERNEL_ATOL
+    out = tmp_path / "model.armnn"
+    assert cli.main([str(path), "-o", str(out), "-q", "--target", "23.08"]) == 0
+    types = [l.type for l in read(out.read_bytes()).layers]
+    assert LayerType.Pooling2d in types and LayerType.Reduce not in types and LayerType.Mean not in types
+    _need_runner()
+    tol = Tolerance(atol=HYBRID_KERNEL_ATOL.get(model_id, 1e-4), lsb=RICH_NETWORK_LSB.get(model_id, 1))
+    check = verify(str(path), str(out), tolerance=tol, armnn_runtime=RUNNER)
+    assert check.ok, check.format()
