@@ -550,7 +550,7 @@ def lean_targets(row):
 
 def print_lean(rows):
     headers = ["model", "layers ours/anch", "P/R/C ours", "P/R/C anch", "wall ms ours", "anch", "ratio",
-               "CPU ms ours", "anch", "ratio", "paired", "pair ms ours", "anch", "pair", "pair wall",
+               "CPU ms ours", "anch", "ratio", "paired", "pair ms ours", "anch", "pair sum", "pair med", "pair wall",
                "Minstr ours", "anch", "ratio",
                "kL2miss ours", "anch", "kD1miss ours", "anch", "layers", "instr", "CpuRef"]
     out = []
@@ -579,7 +579,8 @@ def print_lean(rows):
                     fmt((o or {}).get("cpuref_cpu_ms"), ".3f"), fmt((a or {}).get("cpuref_cpu_ms"), ".3f"),
                     fmt(r.get("cpuref_cpu_ratio"), ".2f"), fmt(r.get("cpuref_cpu_paired_ratio"), ".3f"),
                     fmt(pr.get("ours_cpu_ms"), ".3f"), fmt(pr.get("anchor_cpu_ms"), ".3f"),
-                    fmt(pr.get("median_cpu"), ".4f"), fmt(pr.get("median_wall"), ".4f"),
+                    fmt(pr.get("median_cpu"), ".4f"), fmt(pr.get("median_cpu_pair_median"), ".4f"),
+                    fmt(pr.get("median_wall"), ".4f"),
                     fmt(mi(o), ".2f"), fmt(mi(a), ".2f"), fmt(r.get("instructions_ratio"), ".4f"),
                     fmt(misses(o, "l2"), ".1f"), fmt(misses(a, "l2"), ".1f"),
                     fmt(misses(o, "d1"), ".1f"), fmt(misses(a, "d1"), ".1f"),
@@ -715,8 +716,9 @@ def main(argv=None) -> int:
         print(f"\n== lean networks: test_models/tflite (--target {args.target}) vs Arm NN {release}'s TfLite parser "
               f"on Arm NN {release} CpuRef "
               f"(P/R/C = Permute/Reshape/Constant layers; CpuRef median of {rounds} rounds, wall and CPU time per inference; "
-              f"paired = whole processes, ours / anchor in a round; pair = armnn-pair, both files in one process, "
-              f"the judged CPU ratio where it ran) ==", flush=True)
+              f"paired = whole processes, ours / anchor in a round; pair = armnn-pair, both files in one process "
+              f"per round: sum = ratio of the sums, med = median of adjacent blocks' ratios, judged where it ran) ==",
+              flush=True)
         pair_exe, pair_why = pair.tool(release) if runner and args.lean_method != "process" else (None, "")
         if pair_why:
             print(f"note: armnn-pair not available ({pair_why}): judged on whole-process rounds")
