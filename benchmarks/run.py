@@ -539,8 +539,9 @@ def lean_targets(row):
         if judged is not None:
             t["cpuref"] = judged <= CPUREF_RATIO_MAX
             row["cpuref_judged"] = {"ratio": judged, "on": "pair" if "cpuref_pair_ratio" in row else "process"}
-        elif "cpuref_ms" not in o:
-            t["cpuref"] = False
+        elif o.get("run_error") or row.get("pair_error") or ("cpuref_ms" not in o and "pair" not in row
+                                                              and not a.get("run_error")):
+            t["cpuref"] = False  # ours did not run (an anchor's file that does not run is n/a)
         if o.get("instructions") and a.get("instructions"):
             row["instructions_ratio"] = o["instructions"] / a["instructions"]
             t["instructions"] = o["instructions"] <= a["instructions"] + max(
