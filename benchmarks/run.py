@@ -30,6 +30,7 @@ sys.path.insert(0, HERE)
 
 import gen_large  # noqa: E402
 import instructions  # noqa: E402
+import pair  # noqa: E402
 
 MB = gen_large.MB
 OUT = os.path.join(gen_large.CACHE, "out")
@@ -48,6 +49,7 @@ CPUREF_RATIO_MAX = 1.0      # our CpuRef time / the anchor's (median of 5, the s
 # instructions of names and bindings (measured: -360 to +468 of 1.5e7-1.9e9 on 20.08)
 INSTRUCTIONS_SLACK, INSTRUCTIONS_SLACK_ABS = 1e-4, 2000
 LEAN_CALL_MS = 1000        # wall time of one timed armnn-run call: enough inferences for a steady CPU figure
+LEAN_PAIR_S = 1.0          # armnn-pair: CPU seconds of work per side in each of its rounds
 
 # Runs a command, then prints its wall time and peak RSS: a fresh process per
 # measurement, so RUSAGE_CHILDREN holds exactly that command.
@@ -407,7 +409,8 @@ def save_inputs(npz_path, ins, tag) -> tuple[list[str], str]:
 
 
 def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
-               count_instructions: bool = False) -> list[dict]:
+               count_instructions: bool = False, pair_exe: str | None = None,
+               process_rounds: bool = True) -> list[dict]:
     models = sorted(glob.glob(os.path.join(REPO, "test_models", "tflite", "**", "*.tflite"), recursive=True))
     models = [m for m in models if pattern in os.path.relpath(m, REPO)]
     os.makedirs(RUN_DIR, exist_ok=True)
@@ -446,7 +449,10 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
                 if err:
                     row[side]["run_error"] = err
         timed = [s for s in sides if s in inputs]
-        if timed:
+        if pair_exe and len(timed) == 2:
+            # both networks in one process, alternating in blocks: the judged figure (README)
+            pair.time_row(row, pair_exe, sides, inputs, rounds, LEAN_PAIR_S, os.path.join(RUN_DIR, "pair"))
+        if timed and (process_rounds or not pair_exe):
             # Enough inferences per call for ~LEAN_CALL_MS of work (at least 3), alternating sides; the
             # best and the median of `rounds` (the ratios are of the medians), in wall and CPU time.
             probe, err = cpuref_ms(runner, sides[timed[0]][0], inputs[timed[0]], 3, sides[timed[0]][1])
@@ -474,11 +480,11 @@ def bench_lean(runner, anchor, rounds: int, pattern: str, target: str = "19.02",
                 row["cpuref_cpu_paired_rounds"] = [float(x) for x in paired]
                 row["first_in_round"] = [timed[0] if rnd % 2 == 0 else timed[-1] for rnd in range(rounds)]
             row["repeat"] = repeat
-            if count_instructions and len(timed) == 2:
-                for s in timed:
-                    costs = instructions.per_inference_costs(runner, sides[s][0], inputs[s], sides[s][1]) or {}
-                    row[s]["instructions"] = costs.pop("instructions", None)
-                    row[s]["cache_misses"] = costs  # cachegrind: D1 and L2 (the simulated last level)
+        if count_instructions and len(timed) == 2:
+            for s in timed:
+                costs = instructions.per_inference_costs(runner, sides[s][0], inputs[s], sides[s][1]) or {}
+                row[s]["instructions"] = costs.pop("instructions", None)
+                row[s]["cache_misses"] = costs  # cachegrind: D1 and L2 (the simulated last level)
         lean_targets(row)
         if (k + 1) % 25 == 0:
             print(f"  lean: {k + 1}/{len(models)}", file=sys.stderr, flush=True)
@@ -520,26 +526,33 @@ def lean_targets(row):
         t = {"layers": False, "cpuref": False, "instructions": False}
     elif o and a and a["layers"] is not None:
         t["layers"] = o["layers"] <= a["layers"]
+        process = None
         if "cpuref_ms" in o and "cpuref_ms" in a:
             row["cpuref_ratio"] = o["cpuref_ms"] / a["cpuref_ms"]
             row["cpuref_cpu_ratio"] = o["cpuref_cpu_ms"] / a["cpuref_cpu_ms"] if a["cpuref_cpu_ms"] > 0 else None
-            # judged on CPU time, round by round: on a shared machine the wall time moves with the
-            # others' load, and the CPU time (caches, memory bandwidth) less but still
-            judged = row.get("cpuref_cpu_paired_ratio", row["cpuref_cpu_ratio"])
-            judged = judged if judged is not None else row["cpuref_ratio"]
+            # whole processes, CPU time, round by round (the fallback when armnn-pair is not built)
+            process = row.get("cpuref_cpu_paired_ratio", row["cpuref_cpu_ratio"])
+            process = process if process is not None else row["cpuref_ratio"]
+        # judged on armnn-pair's median where it ran: both files in one process, so the machine's
+        # drift falls on both alike (README "Lean networks")
+        judged = row.get("cpuref_pair_ratio", process)
+        if judged is not None:
             t["cpuref"] = judged <= CPUREF_RATIO_MAX
-            if o.get("instructions") and a.get("instructions"):
-                row["instructions_ratio"] = o["instructions"] / a["instructions"]
-                t["instructions"] = o["instructions"] <= a["instructions"] + max(
-                    INSTRUCTIONS_SLACK * a["instructions"], INSTRUCTIONS_SLACK_ABS)
-        elif "cpuref_ms" not in o:
-            t["cpuref"] = False
+            row["cpuref_judged"] = {"ratio": judged, "on": "pair" if "cpuref_pair_ratio" in row else "process"}
+        elif o.get("run_error") or row.get("pair_error") or ("cpuref_ms" not in o and "pair" not in row
+                                                              and not a.get("run_error")):
+            t["cpuref"] = False  # ours did not run (an anchor's file that does not run is n/a)
+        if o.get("instructions") and a.get("instructions"):
+            row["instructions_ratio"] = o["instructions"] / a["instructions"]
+            t["instructions"] = o["instructions"] <= a["instructions"] + max(
+                INSTRUCTIONS_SLACK * a["instructions"], INSTRUCTIONS_SLACK_ABS)
     row["targets"] = t
 
 
 def print_lean(rows):
     headers = ["model", "layers ours/anch", "P/R/C ours", "P/R/C anch", "wall ms ours", "anch", "ratio",
-               "CPU ms ours", "anch", "ratio", "paired", "Minstr ours", "anch", "ratio",
+               "CPU ms ours", "anch", "ratio", "paired", "pair ms ours", "anch", "pair sum", "pair med", "pair wall",
+               "Minstr ours", "anch", "ratio",
                "kL2miss ours", "anch", "kD1miss ours", "anch", "layers", "instr", "CpuRef"]
     out = []
 
@@ -558,12 +571,17 @@ def print_lean(rows):
         return sum(m[k] for k in keys) / 1e3 if all(k in m for k in keys) else None
     for r in rows:
         o, a = r.get("ours"), r.get("anchor")
-        note = r.get("error") or (o or {}).get("run_error") or r.get("anchor_error") or (a or {}).get("run_error")
+        note = r.get("error") or (o or {}).get("run_error") or r.get("anchor_error") or (a or {}).get("run_error") \
+            or r.get("pair_error")
+        pr = r.get("pair") or {}
         out.append([r["model"], f"{n(o)}/{n(a)}", prc(o), prc(a),
                     fmt((o or {}).get("cpuref_ms"), ".3f"), fmt((a or {}).get("cpuref_ms"), ".3f"),
                     fmt(r.get("cpuref_ratio"), ".2f"),
                     fmt((o or {}).get("cpuref_cpu_ms"), ".3f"), fmt((a or {}).get("cpuref_cpu_ms"), ".3f"),
-                    fmt(r.get("cpuref_cpu_ratio"), ".2f"), fmt(r.get("cpuref_cpu_paired_ratio"), ".2f"),
+                    fmt(r.get("cpuref_cpu_ratio"), ".2f"), fmt(r.get("cpuref_cpu_paired_ratio"), ".3f"),
+                    fmt(pr.get("ours_cpu_ms"), ".3f"), fmt(pr.get("anchor_cpu_ms"), ".3f"),
+                    fmt(pr.get("median_cpu"), ".4f"), fmt(pr.get("median_cpu_pair_median"), ".4f"),
+                    fmt(pr.get("median_wall"), ".4f"),
                     fmt(mi(o), ".2f"), fmt(mi(a), ".2f"), fmt(r.get("instructions_ratio"), ".4f"),
                     fmt(misses(o, "l2"), ".1f"), fmt(misses(a, "l2"), ".1f"),
                     fmt(misses(o, "d1"), ".1f"), fmt(misses(a, "d1"), ".1f"),
@@ -648,6 +666,9 @@ def main(argv=None) -> int:
     ap.add_argument("--target", default="19.02", help="the Arm NN release whose format our lean files use")
     ap.add_argument("--instructions", action="store_true",
                     help="lean: also count instructions per CpuRef inference with callgrind (valgrind)")
+    ap.add_argument("--lean-method", choices=("both", "pair", "process"), default="both",
+                    help="lean CpuRef timing: armnn-pair (one process, judged) and/or whole-process rounds "
+                         "(default both; the verdict is armnn-pair's when it is built)")
     ap.add_argument("--release", help="the Arm NN release whose runtime and TfLite parser (the anchor) the "
                                       "lean files are judged with (default: the target's, 20.08 for 19.02)")
     args = ap.parse_args(argv)
@@ -695,9 +716,17 @@ def main(argv=None) -> int:
                 print(f"note: Arm NN {release} harness: {why}")
         print(f"\n== lean networks: test_models/tflite (--target {args.target}) vs Arm NN {release}'s TfLite parser "
               f"on Arm NN {release} CpuRef "
-              f"(P/R/C = Permute/Reshape/Constant layers; CpuRef median of {rounds}, wall and CPU time per inference; judged on CPU) ==", flush=True)
+              f"(P/R/C = Permute/Reshape/Constant layers; CpuRef median of {rounds} rounds, wall and CPU time per inference; "
+              f"paired = whole processes, ours / anchor in a round; pair = armnn-pair, both files in one process "
+              f"per round: sum = ratio of the sums, med = median of adjacent blocks' ratios, judged where it ran) ==",
+              flush=True)
+        pair_exe, pair_why = pair.tool(release) if runner and args.lean_method != "process" else (None, "")
+        if pair_why:
+            print(f"note: armnn-pair not available ({pair_why}): judged on whole-process rounds")
+        results["pair_tool"], results["pair_note"] = pair_exe, pair_why
         results["lean"] = bench_lean(runner, anchor, rounds, args.lean_filter, args.target,
-                                     args.instructions and instructions.available()) if runner else []
+                                     args.instructions and instructions.available(), pair_exe,
+                                     args.lean_method != "pair") if runner else []
         if runner:
             print_lean(results["lean"])
         else:
