@@ -97,15 +97,15 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     """Move the Permutes feeding `layer` below it, if all its inputs allow."""
     if not layer.inputs or layer.type == LayerType.Output or len(layer.outputs) != 1:
         return False
-    sources = [p.layer for p in layer.inputs]
-    if any(s.type != LayerType.Permute for s in sources):
-        return False
-    if any((s.outputs[0].scale, s.outputs[0].offset) != (s.inputs[0].info.scale, s.inputs[0].info.offset)
-           for s in sources):
-        return False  # a Permute that relabels its bytes' quantization (see tflite AVERAGE_POOL_2D)
-    perm = perm_of(sources[0])
-    if any(perm_of(s) != perm for s in sources):
-        return False
+    sources = [p[0] for p in layer.inputs]
+    mapping = sources[0].desc.dim_mappings if sources[0].type == LayerType.Permute else None
+    for s in sources:  # (loops, not any() over generators: asked at every step)
+        if s.type != LayerType.Permute or s.desc.dim_mappings != mapping:
+            return False  # (equal mappings: equal permutations)
+        o, i = s.outputs[0], s.inputs[0].info
+        if o.scale != i.scale or o.offset != i.offset:
+            return False  # a Permute that relabels its bytes' quantization (see tflite AVERAGE_POOL_2D)
+    perm = inverse_perm(mapping)
     new_desc = _rewrite(layer, perm, graph.target)
     if new_desc is None:
         return False
@@ -125,8 +125,10 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
         _touch(graph, layer)
         return True
     layer.outputs = [old.with_shape([old.shape[perm.index(i)] for i in range(len(perm))])]
-    after = graph.add(LayerType.Permute, f"{layer.name}_permute", [layer.out()],
-                      PermuteDescriptor(sources[0].desc.dim_mappings))
+    # (the Permute back gives the layer's old output: what infer_outputs works out, which
+    # also reports a rank that does not fit)
+    after = graph.add(LayerType.Permute, f"{layer.name}_permute", [layer.out()], PermuteDescriptor(mapping),
+                      outputs=[old] if old.rank == len(perm) else None)
     graph.replace_uses(layer.out(), after.out())
     graph.set_inputs(after, [layer.out()])
     _touch(graph, layer)
