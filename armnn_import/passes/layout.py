@@ -220,7 +220,12 @@ class _Watcher:
 # tells the watcher, which adds the layer again): a layer without them is not queued.
 def _may_sink(layer) -> bool:  # (_sink_one: every input a Permute)
     ins = layer.inputs
-    return bool(ins) and all(p.layer.type == LayerType.Permute for p in ins)
+    if not ins:
+        return False
+    for p in ins:  # (a loop, not all() over a generator: asked of every layer told of)
+        if p[0].type != LayerType.Permute:
+            return False
+    return True
 
 
 def _may_merge(layer) -> bool:  # (merge_one: a Permute reading a Permute)
