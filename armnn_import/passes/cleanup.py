@@ -218,9 +218,10 @@ def merge_reshapes(graph: Graph, report: Report) -> int:
 
 def bn_affine(bn: Layer) -> tuple[np.ndarray, np.ndarray]:
     """BatchNormalization as y = a*x + b per channel (float64)."""
-    t = {k: v.data.astype(np.float64) for k, v in bn.tensors.items()}
-    a = t["gamma"] / np.sqrt(t["variance"] + np.float64(bn.desc.eps))
-    return a, t["beta"] - t["mean"] * a
+    t = bn.tensors
+    f64 = np.float64
+    a = t["gamma"].data.astype(f64) / np.sqrt(t["variance"].data.astype(f64) + f64(bn.desc.eps))
+    return a, t["beta"].data.astype(f64) - t["mean"].data.astype(f64) * a
 
 
 def _set_affine(bn: Layer, a, b) -> None:

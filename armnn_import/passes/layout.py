@@ -208,10 +208,14 @@ class _Watcher:
         self.touched[layer] = None
 
     def flushed(self, result):
-        for layer in self.touched:
+        touched = self.touched
+        if touched:  # (per scan, each in the order told of: each scan's queue as layer by layer)
             for q in self.scans:
-                q.add(layer)
-        self.touched.clear()
+                pending, wants = q.pending, q.wants
+                for layer in touched:
+                    if layer not in pending and (wants is None or wants(layer)):
+                        q.enqueue(layer)
+            touched.clear()
         return result
 
 
@@ -342,6 +346,10 @@ class _Scan:
     def add(self, layer) -> None:
         if layer in self.pending or (self.wants is not None and not self.wants(layer)):
             return
+        self.enqueue(layer)
+
+    def enqueue(self, layer) -> None:
+        """add() of a layer known to be wanted and not pending."""
         self.pending.add(layer)
         lab = self.order.label[layer]
         if self.pos is not None and lab <= self.pos:
