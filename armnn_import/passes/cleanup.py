@@ -55,7 +55,7 @@ def is_identity(layer: Layer) -> bool:
 
 
 def remove_identities(graph: Graph, report: Report) -> int:
-    return sum(bypass(graph, l) for l in list(graph.layers) if is_identity(l))
+    return sum(bypass(graph, l) for l in list(graph.layers) if l.type in IDENTITY_TYPES and is_identity(l))
 
 
 def _inputs_key(layer: Layer):
