@@ -111,11 +111,20 @@ def check_network(graph, limits: Limits | None = None) -> None:
     Meant to run right after the frontend, before the passes (constant
     folding allocates the tensors it computes)."""
     budget = ConstantBudget(limits)
+    lim = budget.limits
+    max_rank, max_elements, max_bytes = lim.max_rank, lim.max_elements, lim.max_constant_bytes
+    prod = math.prod
     for layer in graph.layers:
         for i, info in enumerate(layer.outputs):
-            check_shape(info.shape, f"layer {layer.name!r} ({layer.type.name}) output {i}", limits)
+            shape = info.shape
+            n = prod(shape)  # (within the limits, as nearly every tensor is: no message is built)
+            if type(n) is not int or n > max_elements or len(shape) > max_rank or (shape and min(shape) < 0):
+                check_shape(shape, f"layer {layer.name!r} ({layer.type.name}) output {i}", limits)
         for key, t in layer.tensors.items():
-            budget.add(t.stored.nbytes, f"layer {layer.name!r} {key}")
+            nbytes = t.stored.nbytes
+            if budget.total + nbytes > max_bytes:
+                budget.add(nbytes, f"layer {layer.name!r} {key}")  # (raises)
+            budget.total += nbytes
 
 
 def _show(shape) -> str:

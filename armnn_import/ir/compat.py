@@ -29,6 +29,11 @@ from .types import ActivationFunction, DataType, LayerType, NormalizationAlgorit
 FLOAT16_TIES = {"20.08": "away from zero", "23.08": "to even"}
 
 
+# the layer types _why can flag (asked first: nearly every layer is of none of them)
+_FLAGGED = frozenset({LayerType.Gather, LayerType.Activation, LayerType.Normalization, LayerType.Permute,
+                      LayerType.Pooling2d, LayerType.Constant})
+
+
 def _why(layer, release: str, fmt=None, graph=None) -> str | None:
     if layer.type == LayerType.Gather and (fmt is None or not fmt.at_least("20.08")):
         return "the Arm NN 20.08 and 23.08 deserializers read a Gather descriptor this schema lacks and crash"
@@ -67,7 +72,7 @@ def release_problems(graph: Graph, release: str) -> list[str]:
         raise ValueError(f"unknown Arm NN release {release!r}")
     fmt = getattr(graph, "target", None)
     return [f"layer {l.name!r} ({l.type.name}): {why}" for l in graph.layers
-            if (why := _why(l, release, fmt, graph)) is not None]
+            if l.type in _FLAGGED and (why := _why(l, release, fmt, graph)) is not None]
 
 
 def runtime_problems(graph: Graph) -> list[str]:

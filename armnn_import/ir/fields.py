@@ -19,7 +19,7 @@ def since_field(release: str, default):
     return field(default=default, metadata={"since": release})
 
 
-_HINTS: dict[type, list] = {}  # class -> [(field, kind, type)]: get_type_hints is slow, and runs per layer
+_HINTS: dict[type, object] = {}  # class -> its coercion (_coercer): get_type_hints is slow, and runs per layer
 _ENUM, _FLOAT, _BOOL, _INT, _TUPLE = range(5)
 
 
@@ -42,25 +42,33 @@ def _kinds(cls) -> list:
 def _canonical(self):
     # Coerce every field to its declared type (enums, float32-rounded floats,
     # tuples of ints), so equal descriptors compare equal after a round trip.
-    # (A value already of its type, and floats 0 and 1, are kept as they are: the same result.)
-    hints = _HINTS.get(type(self))
-    if hints is None:
-        hints = _HINTS[type(self)] = _kinds(type(self))
-    for f, kind, tp in hints:
-        v = getattr(self, f)
-        if kind == _ENUM or kind == _BOOL or kind == _INT:
-            if type(v) is tp:
-                continue
-            v = tp(v)
-        elif kind == _FLOAT:
-            if type(v) is float and (v == 0.0 or v == 1.0):
-                continue
-            v = float(np.float32(v))
+    fn = _HINTS.get(type(self))
+    if fn is None:
+        fn = _HINTS[type(self)] = _coercer(type(self))
+    fn(self)
+
+
+def _coercer(cls):
+    """The coercion of cls's fields, as one function without a loop (it runs per layer made).
+    A value already of its type, and floats 0 and 1, are kept as they are: the same result."""
+    lines, env = ["def coerce(self):"], {"_f32": np.float32, "_tuple": _as_int_tuple}
+    for i, (f, kind, tp) in enumerate(_kinds(cls)):
+        env[f"T{i}"] = tp
+        lines.append(f"    v = self.{f}")
+        if kind == _FLOAT:
+            lines.append(f"    if type(v) is not float or (v != 0.0 and v != 1.0): self.{f} = float(_f32(v))")
+        elif kind == _TUPLE:  # (a tuple of ints already, as most callers pass: kept, not copied)
+            lines.append(f"    if type(v) is not tuple or not all([type(e) is int for e in v]): "
+                         f"self.{f} = _tuple(v)")
         else:
-            if type(v) is tuple and all([type(e) is int for e in v]):
-                continue  # (a tuple of ints already, as most callers pass: the loop below would copy it)
-            v = tuple(tuple(int(x) for x in e) if isinstance(e, (tuple, list, np.ndarray)) else int(e) for e in v)
-        setattr(self, f, v)
+            lines.append(f"    if type(v) is not T{i}: self.{f} = T{i}(v)")
+    lines.append("    return None")
+    exec("\n".join(lines), env)
+    return env["coerce"]
+
+
+def _as_int_tuple(v) -> tuple:
+    return tuple(tuple(int(x) for x in e) if isinstance(e, (tuple, list, np.ndarray)) else int(e) for e in v)
 
 
 def dataclass(cls):

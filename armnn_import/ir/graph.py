@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple, Sequence
 
 from .kinds import LAYER_KINDS
+from .shapes import infer_outputs
 from .types import ConstTensor, DataType, LayerType, TensorInfo
 
 
@@ -107,8 +108,6 @@ class Graph:
         """Add a layer. Output infos are inferred unless `outputs` is given;
         `quant` sets (scale, offset) of a QuantisedAsymm8 output whose
         quantization is not implied by the inputs."""
-        from .shapes import infer_outputs  # late: shapes imports graph types
-
         if type.__class__ is not LayerType:  # (the enum's call is slow; nearly every caller passes one)
             type = LayerType(type)
         kind = LAYER_KINDS[type]

@@ -228,10 +228,11 @@ def infer_outputs(layer) -> list[TensorInfo]:
     n = len(layer.inputs)
     if (want is None and n < 1) or (want is not None and n != want):
         raise GraphError(f"{layer.name}: {layer.type.name} takes {want or 'one or more'} inputs, got {n}")
-    for name in layer.kind.tensors:
-        if name not in layer.tensors and name not in layer.kind.optional:
+    kind, tensors = layer.kind, layer.tensors
+    for name in kind.tensors:
+        if name not in tensors and name not in kind.optional:
             raise GraphError(f"{layer.name}: {layer.type.name} needs a constant tensor '{name}'")
-    ins = [p.info for p in layer.inputs]
+    ins = [p[0].outputs[p[1]] for p in layer.inputs]  # (each input's info, without the Port property)
     try:
         return _RULES[layer.type](layer, ins)
     except (IndexError, ValueError, ZeroDivisionError, TypeError) as e:

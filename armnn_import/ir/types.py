@@ -321,6 +321,9 @@ class TensorInfo:
         return f"{dims} {self.dtype.name}{q}"
 
 
+_PLAIN: dict = {}  # DataType -> TensorInfo((), it)
+
+
 class ConstTensor:
     """A constant tensor: a TensorInfo plus a numpy array (`data`, C-contiguous).
 
@@ -336,8 +339,9 @@ class ConstTensor:
     def __init__(self, data: np.ndarray, info: TensorInfo | None = None,
                  storage: ConstTensorData | None = None):
         data = np.asarray(data)
-        if info is None:
-            info = TensorInfo(data.shape, DataType.from_numpy(data.dtype))
+        if info is None:  # (a prototype per data type given the shape: cheaper than TensorInfo())
+            dt = DataType.from_numpy(data.dtype)
+            info = (_PLAIN.get(dt) or _PLAIN.setdefault(dt, TensorInfo((), dt))).with_shape(data.shape)
         want = info.dtype.np_dtype
         if data.dtype != want:
             raise ValueError(f"constant data is {data.dtype}, TensorInfo says {info.dtype.name}")

@@ -228,8 +228,9 @@ def _out_of_range(layer) -> list[str]:
         tv = type(v)
         if tv is int and scalar_rng[0] <= v <= scalar_rng[1]:
             continue  # (exactly int: neither a bool nor an enum; most fields)
-        if tv is tuple and all(type(e) is int and elem_rng[0] <= e <= elem_rng[1] for e in v):
-            continue  # (a vector of ints in range)
+        if tv is tuple and (not v or (all([type(e) is int for e in v]) and elem_rng[0] <= min(v)
+                                      and max(v) <= elem_rng[1])):
+            continue  # (a vector of ints in range; lists and min/max, not a generator: asked per layer)
         if isinstance(v, (IntEnum, bool, float)):
             continue  # enums and booleans are coerced on construction; floats are float32
         if isinstance(v, int):

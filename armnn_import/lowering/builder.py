@@ -297,18 +297,18 @@ class NetBuilder(ConvolutionLayers, FormatLayers):
         shape, rank = x.info.shape, x.info.rank
         channel_axis %= rank
         c = shape[channel_axis]
-        scale = np.broadcast_to(np.asarray(scale, np.float32).reshape(-1), (c,)).copy()
-        shift = np.broadcast_to(np.asarray(shift, np.float32).reshape(-1), (c,)).copy()
+        scale, shift = _channels(scale, c), _channels(shift, c)
         if rank == 4 and channel_axis in (1, 3):
             y, layout = x, DataLayout.NCHW if channel_axis == 1 else DataLayout.NHWC
         else:  # fold the other axes so the channel is axis 1 of a 4-D NCHW tensor
             before = int(np.prod(shape[:channel_axis], dtype=np.int64))
             after = int(np.prod(shape[channel_axis + 1:], dtype=np.int64))
             y, layout = self.reshape(x, (before, c, after, 1), f"{name}_4d"), DataLayout.NCHW
-        f = lambda v: ConstTensor(v.astype(np.float32))  # noqa: E731
+        # (float32 arrays made here, each held by this layer alone: one ConstTensor table each)
         out = self.add(LayerType.BatchNormalization, name, [y], D.BatchNormalizationDescriptor(0.0, layout),
-                       tensors={"mean": f(np.zeros(c)), "variance": f(np.ones(c)), "beta": f(shift),
-                                "gamma": f(scale)}, quant=quant)
+                       tensors={"mean": ConstTensor(np.zeros(c, np.float32)),
+                                "variance": ConstTensor(np.ones(c, np.float32)), "beta": ConstTensor(shift),
+                                "gamma": ConstTensor(scale)}, quant=quant)
         return self.reshape(out, shape, f"{name}_back")
 
     def mean(self, x: Port, axes, keep_dims: bool, name: str, quant=None) -> Port:
@@ -345,6 +345,12 @@ class NetBuilder(ConvolutionLayers, FormatLayers):
         c = self.add(LayerType.Constant, name, [], tensors={"input": ConstTensor(
             ct.data.reshape(four), ct.info.with_shape(four), ct.storage)})
         return self.add(LayerType.Reshape, f"{name}_shape", [c], D.ReshapeDescriptor(shape))
+
+
+def _channels(v, c: int) -> np.ndarray:
+    """v as a new float32 vector of c values (a single value repeated)."""
+    a = np.asarray(v, np.float32).reshape(-1)
+    return a.copy() if a.size == c else np.broadcast_to(a, (c,)).copy()
 
 
 def _per_channel(c: np.ndarray, rank: int, axis: int):

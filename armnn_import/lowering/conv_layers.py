@@ -55,7 +55,7 @@ class ConvolutionLayers:
         # float: the shifts_to_additions pass makes this an Addition (CpuRef runs it faster)
         self.report.decomposition("convolution bias", "a BatchNormalization (mean 0, variance 1, gamma 1) "
                                   "after the convolution")
-        return self.batchnorm(y, np.ones(w.shape[0]), np.asarray(bias, np.float32), 1, f"{name}_bias", quant=quant)
+        return self.batchnorm(y, 1.0, np.asarray(bias, np.float32), 1, f"{name}_bias", quant=quant)
 
     def conv2d_direct(self, x: Port, w_oihw, bias, name: str, *, strides=(1, 1), pads=(0, 0, 0, 0),
                       dilations=(1, 1), groups: int = 1, layout: DataLayout = DataLayout.NCHW,

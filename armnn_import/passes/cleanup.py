@@ -34,7 +34,11 @@ def is_identity(layer: Layer) -> bool:
     t, d = layer.type, layer.desc
     if t not in IDENTITY_TYPES:  # first: cheaper than comparing the TensorInfos (every layer is asked)
         return False
-    if len(layer.inputs) != 1 or len(layer.outputs) != 1 or layer.outputs[0] != layer.inputs[0].info:
+    if len(layer.inputs) != 1 or len(layer.outputs) != 1:
+        return False
+    if t == LayerType.Activation and getattr(d, "function", None) != ActivationFunction.Linear:
+        return False  # (before the TensorInfos: a ReLU is asked at every step of sink_permutes)
+    if layer.outputs[0] != layer.inputs[0].info:
         return False
     if t in (LayerType.Reshape, LayerType.Pad):
         return True  # same TensorInfo in and out
@@ -51,7 +55,7 @@ def is_identity(layer: Layer) -> bool:
 
 
 def remove_identities(graph: Graph, report: Report) -> int:
-    return sum(bypass(graph, l) for l in list(graph.layers) if is_identity(l))
+    return sum(bypass(graph, l) for l in list(graph.layers) if l.type in IDENTITY_TYPES and is_identity(l))
 
 
 def _inputs_key(layer: Layer):
@@ -61,7 +65,7 @@ def _inputs_key(layer: Layer):
     for t in layer.tensors.values():  # (a loop, not any() over a generator: every layer is asked)
         if t.stored.nbytes > 4096:
             return None  # large weights: not worth hashing
-    return (layer.type, tuple([(id(p[0]), p[1]) for p in layer.inputs]))
+    return (layer.type, tuple(layer.inputs))  # (Ports: a Layer hashes and compares by identity)
 
 
 def _key(layer: Layer):
@@ -214,9 +218,10 @@ def merge_reshapes(graph: Graph, report: Report) -> int:
 
 def bn_affine(bn: Layer) -> tuple[np.ndarray, np.ndarray]:
     """BatchNormalization as y = a*x + b per channel (float64)."""
-    t = {k: v.data.astype(np.float64) for k, v in bn.tensors.items()}
-    a = t["gamma"] / np.sqrt(t["variance"] + np.float64(bn.desc.eps))
-    return a, t["beta"] - t["mean"] * a
+    t = bn.tensors
+    f64 = np.float64
+    a = t["gamma"].data.astype(f64) / np.sqrt(t["variance"].data.astype(f64) + f64(bn.desc.eps))
+    return a, t["beta"].data.astype(f64) - t["mean"].data.astype(f64) * a
 
 
 def _set_affine(bn: Layer, a, b) -> None:

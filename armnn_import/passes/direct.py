@@ -18,6 +18,8 @@ from ..report import Report
 
 def direct_layers(graph: Graph, report: Report) -> int:
     t = graph.target
+    if not (t.has(LayerType.Concat) or t.has(LayerType.Transpose)):
+        return 0  # (19.02: nothing to rename, no scan)
     n = 0
     for layer in graph.layers:
         if layer.type == LayerType.Merger and t.has(LayerType.Concat):

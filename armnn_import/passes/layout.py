@@ -12,7 +12,6 @@ Each rule says how L changes; a layer type with no rule stops the Permute.
 from __future__ import annotations
 
 import dataclasses
-import heapq
 
 from ..ir.axes import TO_NCHW, TO_NHWC
 from ..ir.descriptors import PermuteDescriptor
@@ -21,6 +20,7 @@ from ..ir.graph import Graph, Layer, Port
 from ..ir.types import DataLayout, LayerType
 from ..lowering.builder import inverse_perm
 from ..report import Report
+from .worklist import Order as _Order, Scan as _Scan
 
 ELEMENTWISE = {LayerType.Activation, LayerType.Floor, LayerType.Rsqrt} | BINARY_LAYERS
 LAYOUT_LAYERS = {LayerType.Pooling2d, LayerType.BatchNormalization, LayerType.L2Normalization,
@@ -97,15 +97,15 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
     """Move the Permutes feeding `layer` below it, if all its inputs allow."""
     if not layer.inputs or layer.type == LayerType.Output or len(layer.outputs) != 1:
         return False
-    sources = [p.layer for p in layer.inputs]
-    if any(s.type != LayerType.Permute for s in sources):
-        return False
-    if any((s.outputs[0].scale, s.outputs[0].offset) != (s.inputs[0].info.scale, s.inputs[0].info.offset)
-           for s in sources):
-        return False  # a Permute that relabels its bytes' quantization (see tflite AVERAGE_POOL_2D)
-    perm = perm_of(sources[0])
-    if any(perm_of(s) != perm for s in sources):
-        return False
+    sources = [p[0] for p in layer.inputs]
+    mapping = sources[0].desc.dim_mappings if sources[0].type == LayerType.Permute else None
+    for s in sources:  # (loops, not any() over generators: asked at every step)
+        if s.type != LayerType.Permute or s.desc.dim_mappings != mapping:
+            return False  # (equal mappings: equal permutations)
+        o, i = s.outputs[0], s.inputs[0].info
+        if o.scale != i.scale or o.offset != i.offset:
+            return False  # a Permute that relabels its bytes' quantization (see tflite AVERAGE_POOL_2D)
+    perm = inverse_perm(mapping)
     new_desc = _rewrite(layer, perm, graph.target)
     if new_desc is None:
         return False
@@ -125,8 +125,10 @@ def _sink_one(graph: Graph, layer: Layer) -> bool:
         _touch(graph, layer)
         return True
     layer.outputs = [old.with_shape([old.shape[perm.index(i)] for i in range(len(perm))])]
-    after = graph.add(LayerType.Permute, f"{layer.name}_permute", [layer.out()],
-                      PermuteDescriptor(sources[0].desc.dim_mappings))
+    # (the Permute back gives the layer's old output: what infer_outputs works out, which
+    # also reports a rank that does not fit)
+    after = graph.add(LayerType.Permute, f"{layer.name}_permute", [layer.out()], PermuteDescriptor(mapping),
+                      outputs=[old] if old.rank == len(perm) else None)
     graph.replace_uses(layer.out(), after.out())
     graph.set_inputs(after, [layer.out()])
     _touch(graph, layer)
@@ -147,7 +149,7 @@ def sink_permutes(graph: Graph, report: Report) -> int:
         remove_dead_layers(graph, report)  # what the loop below comes to when nothing can move
         return 0
     order = _Order(graph.layers)
-    scans = [_Scan(order, _may_sink), _Scan(order, _may_merge), _Scan(order, _may_be_identity)]
+    scans = [_Scan(order, _may_sink_for(graph.target)), _Scan(order, _may_merge), _Scan(order, _may_be_identity)]
     sink, merge, ident = scans
     for layer in graph.layers:
         for q in scans:
@@ -206,19 +208,39 @@ class _Watcher:
         self.touched[layer] = None
 
     def flushed(self, result):
-        for layer in self.touched:
+        touched = self.touched
+        if touched:  # (per scan, each in the order told of: each scan's queue as layer by layer)
             for q in self.scans:
-                q.add(layer)
-        self.touched.clear()
+                pending, wants = q.pending, q.wants
+                for layer in touched:
+                    if layer not in pending and (wants is None or wants(layer)):
+                        q.enqueue(layer)
+            touched.clear()
         return result
 
 
 # What each scan's step needs of a layer before it can act, from facts that change only with
 # the layer's type or inputs (and every change of its inputs, or of its sources' readers,
 # tells the watcher, which adds the layer again): a layer without them is not queued.
+# the layer types _rewrite may let a Permute pass (with convolutions from the 20.08 format on)
+_SINK_TYPES = frozenset(ELEMENTWISE | LAYOUT_LAYERS | {LayerType.Softmax, LayerType.Merger, LayerType.Pad,
+                                                       LayerType.Mean, LayerType.StridedSlice})
+
+
+def _may_sink_for(target):
+    """_may_sink for `target`: of a layer type a Permute may pass there, for a start."""
+    types = _SINK_TYPES | frozenset(_CONVS) if target is not None and target.at_least("20.08") else _SINK_TYPES
+    return lambda layer: layer.type in types and _may_sink(layer)
+
+
 def _may_sink(layer) -> bool:  # (_sink_one: every input a Permute)
     ins = layer.inputs
-    return bool(ins) and all(p.layer.type == LayerType.Permute for p in ins)
+    if not ins:
+        return False
+    for p in ins:  # (a loop, not all() over a generator: asked of every layer told of)
+        if p[0].type != LayerType.Permute:
+            return False
+    return True
 
 
 def _may_merge(layer) -> bool:  # (merge_one: a Permute reading a Permute)
@@ -241,142 +263,3 @@ def _place(order: "_Order", scans, layer, graph: Graph) -> None:
         for q in scans:  # its queued entries carry the old position
             if layer in q.pending and q.version == order.version:
                 q._push(layer, order.label[layer])
-
-
-class _Order:
-    """The graph's order during sink_permutes: a linked list with float labels
-    (relabelled when two get too close), so "is A before B" and "put X before B"
-    cost O(1)."""
-
-    def __init__(self, layers):
-        self.label = {l: float(i) for i, l in enumerate(layers)}
-        self.prev = {l: (layers[i - 1] if i else None) for i, l in enumerate(layers)}
-        self.next = {l: (layers[i + 1] if i + 1 < len(layers) else None) for i, l in enumerate(layers)}
-        self.first = layers[0] if layers else None
-        self.last = layers[-1] if layers else None
-        self.version = 0  # bumped by a relabel: the scans rebuild their heaps
-
-    def append(self, layer) -> None:
-        self.label[layer] = (self.label[self.last] + 1.0) if self.last is not None else 0.0
-        self.prev[layer], self.next[layer] = self.last, None
-        if self.last is not None:
-            self.next[self.last] = layer
-        else:
-            self.first = layer
-        self.last = layer
-
-    def _unlink(self, layer) -> None:
-        p, n = self.prev[layer], self.next[layer]
-        if p is not None:
-            self.next[p] = n
-        else:
-            self.first = n
-        if n is not None:
-            self.prev[n] = p
-        else:
-            self.last = p
-
-    def place_before_first_user(self, layer, graph: Graph) -> None:
-        """toposort() of an order that is topological but for `layer`, appended at the
-        end: it moves to just before its first reader (and stays if it has none)."""
-        users = [u for u, _ in graph.consumers(layer)]
-        if not users:
-            return
-        m = min(users, key=self.label.__getitem__)
-        if self.label[m] > self.label[layer]:
-            return  # already before its readers
-        self._unlink(layer)
-        p = self.prev[m]
-        lo = self.label[p] if p is not None else self.label[m] - 1.0
-        if self.label[m] - lo < 1e-6:
-            self._relabel()
-            lo = self.label[p] if p is not None else self.label[m] - 1.0
-        self.label[layer] = (lo + self.label[m]) / 2
-        self.prev[layer], self.next[layer] = p, m
-        self.prev[m] = layer
-        if p is not None:
-            self.next[p] = layer
-        else:
-            self.first = layer
-
-    def _relabel(self) -> None:
-        i, l = 0, self.first
-        while l is not None:
-            self.label[l] = float(i)
-            i, l = i + 1, self.next[l]
-        self.version += 1
-
-    def walk(self, graph: Graph) -> list[Layer]:
-        out, l = [], self.first
-        while l is not None:
-            if l in graph:
-                out.append(l)
-            l = self.next[l]
-        return out
-
-
-class _Scan:
-    """A worklist standing for one pass over the whole graph in order: it holds
-    every layer at which the pass may act (all at first, then those whose
-    connections, descriptor or outputs changed), and visits them by position.
-    A layer that changes at or before the running visit waits for the next
-    pass, one after it is still visited in this one: as a full scan does."""
-
-    def __init__(self, order: _Order, wants=None):
-        self.order = order
-        self.wants = wants  # layer -> False: the step cannot act there (not queued)
-        self.pending: set = set()
-        self.heap: list = []
-        self.deferred: list = []
-        self.pos = None  # label of the layer being visited, during run()
-        self.seq = 0
-        self.version = order.version
-
-    def add(self, layer) -> None:
-        if layer in self.pending or (self.wants is not None and not self.wants(layer)):
-            return
-        self.pending.add(layer)
-        lab = self.order.label[layer]
-        if self.pos is not None and lab <= self.pos:
-            self.deferred.append(layer)
-        else:
-            self._push(layer, lab)
-
-    def _push(self, layer, lab) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (lab, self.seq, layer))
-
-    def run(self, graph: Graph, step, stop_at_first: bool = False):
-        """Visit the pending layers in order. step(layer) -> True: with stop_at_first,
-        it acted (stop and return the layer); otherwise, keep the layer pending."""
-        if self.version != self.order.version:  # labels changed: re-sort what is pending
-            self.version = self.order.version
-            self.heap = []
-            for l in self.pending:
-                self._push(l, self.order.label[l])
-        hit = None
-        try:
-            while self.heap:
-                lab, _, layer = self.heap[0]
-                if layer not in self.pending or self.order.label.get(layer) != lab:
-                    heapq.heappop(self.heap)  # stale: visited already, or moved (pushed again)
-                    continue
-                heapq.heappop(self.heap)
-                self.pending.discard(layer)
-                if layer not in graph:
-                    continue
-                self.pos = lab
-                if step(layer):
-                    if stop_at_first:
-                        hit = layer
-                        break
-                    if layer not in self.pending:
-                        self.pending.add(layer)
-                        self.deferred.append(layer)
-        finally:
-            self.pos = None
-            for l in self.deferred:
-                if l in self.pending:
-                    self._push(l, self.order.label[l])
-            self.deferred = []
-        return hit

@@ -59,7 +59,8 @@ def _anchor(graph: Graph) -> Port | None:
 
 
 def shifts_to_additions(graph: Graph, report: Report) -> int:
-    shifts = [(l, ab) for l in graph.layers if (ab := _scale_shift(l)) is not None]
+    bn = LayerType.BatchNormalization  # (the type first: nearly every layer is none)
+    shifts = [(l, ab) for l in graph.layers if l.type == bn and (ab := _scale_shift(l)) is not None]
     if not shifts:
         return 0
     anchor = _anchor(graph)
