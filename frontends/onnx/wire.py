@@ -146,9 +146,30 @@ def _graph(buf, pos: int, end: int, min_bytes: tuple, found: dict) -> bytes:
 
 def _tensor(buf, pos: int, end: int, min_bytes: tuple, found: dict, seen: set) -> bytes | None:
     """The TensorProto's bytes without its raw_data when that is cut out, else None."""
-    first = pos
+    dims, dtype, name, raw, other = _tensor_fields(buf, pos, end)
+    if name is not None:
+        if name in seen:  # a repeated name: leave the whole model to protobuf
+            raise ValueError("repeated initializer name")
+        seen.add(name)
+    least = min(min_bytes) if dtype in FLOAT_TYPES else min_bytes[0]
+    if raw is None or other or dtype not in DTYPES or name is None or raw[2] - raw[1] < least:
+        return None
+    try:
+        text = name.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    item = ITEMSIZE[dtype]
+    if any(d >= 1 << 62 for d in dims) or math.prod(dims) * item != raw[2] - raw[1]:  # (exact: Python ints)
+        return None
+    found[text] = (DTYPES[dtype], tuple(dims), raw[1], raw[2] - raw[1])
+    return bytes(buf[pos:raw[0]]) + bytes(buf[raw[2]:end])
+
+
+def _tensor_fields(buf, pos: int, end: int) -> tuple:
+    """(dims, data type, name, (raw_data's field start, value start, end), other fields) of
+    the TensorProto in buf[pos:end]: what _fields yields, walked inline (a model of many small
+    layers has 10,000s of tensors)."""
     dims, dtype, name, raw, other, count = [], None, None, None, False, 0
-    # (what _fields yields, walked inline: a model of many small layers has 10,000s of tensors)
     while pos < end:
         count += 1
         if count > TENSOR_FIELDS:
@@ -198,22 +219,7 @@ def _tensor(buf, pos: int, end: int, min_bytes: tuple, found: dict, seen: set) -
             raise ValueError("a field runs past the end of its message")
         if field in (T_SEGMENT, T_EXTERNAL_DATA, T_DATA_LOCATION):
             other = True
-    if name is not None:
-        if name in seen:  # a repeated name: leave the whole model to protobuf
-            raise ValueError("repeated initializer name")
-        seen.add(name)
-    least = min(min_bytes) if dtype in FLOAT_TYPES else min_bytes[0]
-    if raw is None or other or dtype not in DTYPES or name is None or raw[2] - raw[1] < least:
-        return None
-    try:
-        text = name.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    item = ITEMSIZE[dtype]
-    if any(d >= 1 << 62 for d in dims) or math.prod(dims) * item != raw[2] - raw[1]:  # (exact: Python ints)
-        return None
-    found[text] = (DTYPES[dtype], tuple(dims), raw[1], raw[2] - raw[1])
-    return bytes(buf[first:raw[0]]) + bytes(buf[raw[2]:end])
+    return dims, dtype, name, raw, other
 
 
 def mapped_array(source, entry) -> np.ndarray:
