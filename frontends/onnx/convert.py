@@ -104,7 +104,7 @@ class Converter(LoweringContext):
         self.guessed_dim0: set[str] = set()   # inputs whose symbolic first dimension was set to 1
         self.problems: list[Problem] = []
         self.float32_casts: set[str] = set()  # Casts to float32 in a float16 model (float16.py)
-        self._entries: dict[tuple, object] = {}  # (op, opset) -> registry entry or None (_entry)
+        self._entries: dict[tuple, object] = {}  # (op, opset) -> registry entry or None (registry_entry)
 
     # -- setup --------------------------------------------------------------
     def _default_opset(self) -> int:
@@ -230,7 +230,7 @@ class Converter(LoweringContext):
             return self._folded(node, [np.zeros(inferred[o], self._np_type(o)) if o else None
                                        for o in node.outputs])
         # float operators on quantized inputs (QDQ models) have quantized converters
-        entry = self.quant.converter(self, node) or self._entry(op, self.opset)
+        entry = self.quant.converter(self, node) or self.registry_entry(op, self.opset)
         if entry is None:  # the pre-scan refuses these; kept so a miss is never an internal error
             raise Unsupported(f"no lowering for {op} at opset {self.opset}")
         if entry.check is not None:
@@ -246,7 +246,7 @@ class Converter(LoweringContext):
         self.report.record(node.name, op, self.g.layers[first:],
                            [v if isinstance(v, Port) else None for v in outs])
 
-    def _entry(self, op: str, opset: int):
+    def registry_entry(self, op: str, opset: int):
         """REGISTRY.lookup(op, opset), looked up once per operator and opset."""
         key = (op, opset)
         try:
