@@ -28,14 +28,18 @@ def _expand(conv, nodes: list[Node]) -> list[Node]:
     """Replace operators that have no converter, but an ONNX function body, by the body."""
     from .expand import MAX_ROUNDS, body_opset, function_body, inline
 
+    candidate: dict[tuple, bool] = {}  # (domain, op, opset) -> may have a body to inline
     for rnd in range(MAX_ROUNDS):
         out, changed = [], False
         for node in nodes:
             body = None
-            if (node.domain in DEFAULT_DOMAINS and REGISTRY.refusal(node.op) is None
-                    and node.op not in PASS_THROUGH + SHAPE_OPS + ("Constant",)
-                    and REGISTRY.lookup(node.op, node.opset) is None
-                    and not all(not i or isinstance(conv.values.get(i), np.ndarray) for i in node.inputs)):
+            key = (node.domain, node.op, node.opset)
+            maybe = candidate.get(key)
+            if maybe is None:  # (decided once per operator: a graph repeats a few of them)
+                maybe = candidate[key] = (node.domain in DEFAULT_DOMAINS and REGISTRY.refusal(node.op) is None
+                                          and node.op not in PASS_THROUGH + SHAPE_OPS + ("Constant",)
+                                          and REGISTRY.lookup(node.op, node.opset) is None)
+            if maybe and not all(not i or isinstance(conv.values.get(i), np.ndarray) for i in node.inputs):
                 fp = function_body(node.proto, node.opset, [_type_proto(conv, i) for i in node.inputs])
                 body = fp and inline(node.proto, fp, f"{node.name}__f{rnd}_")
             if body:
@@ -81,6 +85,8 @@ def _infer_shapes(conv) -> None:
         return
     g = inferred.graph
     types, shapes = conv.inferred_types, conv.inferred
+    # A graph repeats a few shapes over and over: each is decoded once, found by its bytes
+    decoded: dict[bytes, tuple] = {}
     for vi in itertools.chain(g.value_info, g.output):  # (one per tensor of the model)
         t = vi.type
         if not t.HasField("tensor_type"):
@@ -88,7 +94,13 @@ def _infer_shapes(conv) -> None:
         tt, name = t.tensor_type, vi.name
         types[name] = tt.elem_type
         if tt.HasField("shape"):
-            shapes[name] = tuple([int(d.dim_value) if d.HasField("dim_value") else None for d in tt.shape.dim])
+            shape = tt.shape
+            key = shape.SerializeToString()
+            dims = decoded.get(key)
+            if dims is None:
+                dims = decoded[key] = tuple([int(d.dim_value) if d.HasField("dim_value") else None
+                                             for d in shape.dim])
+            shapes[name] = dims
 
 
 def _typed_input(field, name: str, elem_type: int, dims, made: dict) -> None:

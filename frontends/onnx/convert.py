@@ -105,6 +105,7 @@ class Converter(LoweringContext):
         self.guessed_dim0: set[str] = set()   # inputs whose symbolic first dimension was set to 1
         self.problems: list[Problem] = []
         self.float32_casts: set[str] = set()  # Casts to float32 in a float16 model (float16.py)
+        self._entries: dict[tuple, object] = {}  # (op, opset) -> registry entry or None (registry_entry)
 
     # -- setup --------------------------------------------------------------
     def _default_opset(self) -> int:
@@ -187,12 +188,13 @@ class Converter(LoweringContext):
 
     def _node(self, node: Node) -> None:
         values = self.values
-        for i in (node.inputs + node.implicit if node.implicit else node.inputs):
-            if i and i not in values:
+        ins = [i for i in (node.inputs + node.implicit if node.implicit else node.inputs) if i]
+        for i in ins:
+            if i not in values:
                 return  # downstream of a node that failed: already reported
         self.opset = node.opset  # nodes from function bodies may use another opset
         try:
-            self._lower(node)
+            self._lower(node, ins)
         except Unsupported as e:
             self.problems.append(Problem(node.op, node.name, e.reason, e.hint, code=e.code))
         except GraphError as e:
@@ -203,9 +205,9 @@ class Converter(LoweringContext):
             self.problems.append(Problem(node.op, node.name, f"cannot be lowered (internal error "
                                          f"{type(e).__name__}: {str(e)[:200]})", internal=True))
 
-    def _lower(self, node: Node) -> None:
+    def _lower(self, node: Node, ins: list[str]) -> None:
+        """Fold, pass through or lower one node; `ins`: the names it reads (none empty)."""
         values, op = self.values, node.op
-        ins = [i for i in (node.inputs + node.implicit if node.implicit else node.inputs) if i]
         if op in PASS_THROUGH:
             return self._pass_through(node)
         if op in SHAPE_OPS and node.inputs and isinstance(values[node.inputs[0]], Port):
@@ -229,7 +231,7 @@ class Converter(LoweringContext):
             return self._folded(node, [np.zeros(inferred[o], self._np_type(o)) if o else None
                                        for o in node.outputs])
         # float operators on quantized inputs (QDQ models) have quantized converters
-        entry = self.quant.converter(self, node) or REGISTRY.lookup(op, self.opset)
+        entry = self.quant.converter(self, node) or self.registry_entry(op, self.opset)
         if entry is None:  # the pre-scan refuses these; kept so a miss is never an internal error
             raise Unsupported(f"no lowering for {op} at opset {self.opset}")
         if entry.check is not None:
@@ -244,6 +246,15 @@ class Converter(LoweringContext):
         self._bind(node, outs, ports)
         self.report.record(node.name, op, self.g.layers[first:],
                            [v if isinstance(v, Port) else None for v in outs])
+
+    def registry_entry(self, op: str, opset: int):
+        """REGISTRY.lookup(op, opset), looked up once per operator and opset."""
+        key = (op, opset)
+        try:
+            return self._entries[key]
+        except KeyError:
+            entry = self._entries[key] = REGISTRY.lookup(op, opset)
+            return entry
 
     def _bind(self, node: Node, outs: list, ports: list) -> None:
         """The converter's results as the values of the node's outputs (Ports checked)."""

@@ -80,7 +80,7 @@ def _check_names(model: onnx.ModelProto) -> None:
                     if a.HasField("g"):
                         graphs.append(a.g)
                     graphs.extend(a.graphs)
-        if not all(type(n) is str for n in names):
+        if set(map(type, names)) - {str}:  # (the types of all names at C speed)
             _bad_name(g)
 
 

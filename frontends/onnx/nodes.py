@@ -125,6 +125,8 @@ def toposort(graph, known, nodes: list[Node]) -> list[Node]:
                 raise LoadError(f"tensor {o!r} is produced twice (node {n.name!r})")
             if o:
                 producer[o] = n.index
+    if _in_order(nodes, producer, available):
+        return list(nodes)  # what the heap below gives for an order that is already valid
     users: dict[int, list[int]] = {n.index: [] for n in nodes}
     missing = {}
     for n in nodes:
@@ -150,3 +152,18 @@ def toposort(graph, known, nodes: list[Node]) -> list[Node]:
     if len(order) != len(nodes):
         raise LoadError("the graph has a cycle")
     return order
+
+
+def _in_order(nodes: list[Node], producer: dict, available: set) -> bool:
+    """True if every node reads only what is available or produced by an earlier node, and
+    the indices are 0, 1, 2, ... (then toposort's lowest-index-first order is `nodes` itself).
+    False sends toposort the long way, which also reports a missing input or a cycle."""
+    done = available.copy()  # (names produced by the nodes seen so far, plus the inputs)
+    for position, n in enumerate(nodes):
+        if n.index != position:
+            return False
+        for name in (n.inputs + n.implicit if n.implicit else n.inputs):
+            if name not in done:
+                return False
+        done.update(n.outputs)
+    return True

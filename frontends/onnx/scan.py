@@ -130,7 +130,7 @@ def _scan_node(conv, node, view, folds: bool):
         return None
     if node.op == "CastLike" and node.inputs and view.is_const(node, 0):
         return None
-    entry = REGISTRY.lookup(node.op, conv.opset)
+    entry = conv.registry_entry(node.op, conv.opset)  # (REGISTRY.lookup, once per operator and opset)
     if entry is None:
         if node.op in REGISTRY.ops():
             have = ", ".join(e.version_range for e in REGISTRY.entries() if e.op == node.op)

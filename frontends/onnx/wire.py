@@ -120,36 +120,33 @@ def split_weights(buf, base_offset: int = 0, min_bytes: int = MIN_BYTES, float_m
 
 def _graph(buf, pos: int, end: int, min_bytes: tuple, found: dict) -> bytes:
     pieces, seen, kept = [], set(), pos  # buf[kept:] is copied as it is, up to the next cut
-    for field, wire, start, value, stop in _fields(buf, pos, end):
-        if field == GRAPH_INITIALIZER and wire == LEN:
-            tensor = _tensor(buf, value, stop, min_bytes, found, seen)
+    initializer_key = GRAPH_INITIALIZER << 3 | LEN
+    while pos < end:
+        key = buf[pos]
+        if key >= 0x80 or key & 7 != LEN:  # (every field of a GraphProto is LEN with a one-byte key)
+            pos = next(_fields(buf, pos, end, 1))[4]  # another: the one field at pos, the general way
+            continue
+        start = pos
+        n = buf[pos + 1] if pos + 1 < end else 0x80
+        if n < 0x80:
+            value = pos + 2
+        else:
+            n, value = _varint(buf, pos + 1, end)
+        pos = value + n
+        if pos > end:
+            raise ValueError("a field runs past the end of its message")
+        if key == initializer_key:
+            tensor = _tensor(buf, value, pos, min_bytes, found, seen)
             if tensor is not None:
-                pieces += [buf[kept:start], _encode_varint(field << 3 | LEN), _encode_varint(len(tensor)), tensor]
-                kept = stop
+                pieces += [buf[kept:start], _encode_varint(key), _encode_varint(len(tensor)), tensor]
+                kept = pos
     pieces.append(buf[kept:end])
     return b"".join(pieces)
 
 
 def _tensor(buf, pos: int, end: int, min_bytes: tuple, found: dict, seen: set) -> bytes | None:
     """The TensorProto's bytes without its raw_data when that is cut out, else None."""
-    dims, dtype, name, raw, other = [], None, None, None, False
-    for field, wire, start, value, stop in _fields(buf, pos, end, TENSOR_FIELDS):
-        if field == T_DIMS and wire == VARINT:
-            dims.append(_varint(buf, value, stop)[0])
-        elif field == T_DIMS and wire == LEN:
-            p = value
-            while p < stop:
-                d, p = _varint(buf, p, stop)
-                dims.append(d)
-        elif field == T_DATA_TYPE and wire == VARINT:
-            dtype = _varint(buf, value, stop)[0]
-        elif field == T_NAME and wire == LEN:
-            name = bytes(buf[value:stop])
-        elif field == T_RAW_DATA and wire == LEN:
-            other = other or raw is not None  # a repeated raw_data: protobuf keeps the last
-            raw = (start, value, stop)
-        elif field in (T_SEGMENT, T_EXTERNAL_DATA, T_DATA_LOCATION):
-            other = True
+    dims, dtype, name, raw, other = _tensor_fields(buf, pos, end)
     if name is not None:
         if name in seen:  # a repeated name: leave the whole model to protobuf
             raise ValueError("repeated initializer name")
@@ -166,6 +163,63 @@ def _tensor(buf, pos: int, end: int, min_bytes: tuple, found: dict, seen: set) -
         return None
     found[text] = (DTYPES[dtype], tuple(dims), raw[1], raw[2] - raw[1])
     return bytes(buf[pos:raw[0]]) + bytes(buf[raw[2]:end])
+
+
+def _tensor_fields(buf, pos: int, end: int) -> tuple:
+    """(dims, data type, name, (raw_data's field start, value start, end), other fields) of
+    the TensorProto in buf[pos:end]: what _fields yields, walked inline (a model of many small
+    layers has 10,000s of tensors)."""
+    dims, dtype, name, raw, other, count = [], None, None, None, False, 0
+    while pos < end:
+        count += 1
+        if count > TENSOR_FIELDS:
+            raise ValueError("more fields than such a message has")
+        start = pos
+        key = buf[pos]
+        if key < 0x80:
+            pos += 1
+        else:
+            key, pos = _varint(buf, pos, end)
+        field, wire = key >> 3, key & 7
+        if wire == VARINT:
+            if pos < end and buf[pos] < 0x80:
+                v, pos = buf[pos], pos + 1
+            else:
+                v, pos = _varint(buf, pos, end)
+            if field == T_DIMS:
+                dims.append(v)
+            elif field == T_DATA_TYPE:
+                dtype = v
+        elif wire == LEN:
+            n = buf[pos] if pos < end else 0x80
+            if n < 0x80:
+                value = pos + 1
+            else:
+                n, value = _varint(buf, pos, end)
+            pos = value + n
+            if pos > end:
+                raise ValueError("a field runs past the end of its message")
+            if field == T_DIMS:
+                p = value
+                while p < pos:
+                    d, p = _varint(buf, p, pos)
+                    dims.append(d)
+            elif field == T_NAME:
+                name = bytes(buf[value:pos])
+            elif field == T_RAW_DATA:
+                other = other or raw is not None  # a repeated raw_data: protobuf keeps the last
+                raw = (start, value, pos)
+        elif wire == I64:
+            pos += 8
+        elif wire == I32:
+            pos += 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if pos > end:
+            raise ValueError("a field runs past the end of its message")
+        if field in (T_SEGMENT, T_EXTERNAL_DATA, T_DATA_LOCATION):
+            other = True
+    return dims, dtype, name, raw, other
 
 
 def mapped_array(source, entry) -> np.ndarray:

@@ -1,6 +1,8 @@
 """Helpers shared by the ONNX converters."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from armnn_import.ir.graph import Port
@@ -9,6 +11,9 @@ from armnn_import.lowering import Unsupported
 
 
 def broadcast(sa, sb) -> tuple:
+    sa, sb = tuple(sa), tuple(sb)
+    if sa == sb and min(sa, default=0) >= 0:  # (the usual case; what broadcast_shapes gives for it)
+        return tuple([int(d) for d in sa])
     try:
         return tuple(np.broadcast_shapes(tuple(sa), tuple(sb)))
     except ValueError:
@@ -28,7 +33,7 @@ def varying_axis(c: np.ndarray, rank: int):
 def binary(ctx, ltype: LayerType, a, b, name: str) -> Port:
     """a (op) b for Ports or constants, numpy broadcasting, logical shapes kept."""
     out_shape = broadcast(ctx.lshape(a), ctx.lshape(b))
-    size = int(np.prod(out_shape, dtype=np.int64))
+    size = math.prod(out_shape)  # (exact; numpy's call costs more than the product of a few ints)
     if isinstance(a, Port) and isinstance(b, Port):
         y = ctx.b.binary(ltype, a, b, name)
     else:
