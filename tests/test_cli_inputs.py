@@ -72,7 +72,7 @@ def test_exception_inside_an_onnx_lowering_is_exit_4(tmp_path, monkeypatch, caps
     them is a bug: exit 4 and said so, not 1 (a refusal of the model)."""
     from armnn_import_frontends.onnx import convert as onnx_convert
 
-    def boom(self, node):
+    def boom(self, node, *rest):
         raise ValueError("boom")
     monkeypatch.setattr(onnx_convert.Converter, "_lower", boom)
     code = cli.main([str(ONNX_MODEL), "-o", str(tmp_path / "out.armnn")])
