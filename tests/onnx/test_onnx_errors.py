@@ -239,7 +239,10 @@ def test_a_model_that_crashes_onnx_shape_inference_is_refused_cleanly():
     with pytest.raises(UnsupportedModelError) as info:
         armnn_import.convert(m, report=report)
     assert [p.node for p in info.value.problems] == ["bad"]
-    assert any("shape inference crashed" in w for w in report.warnings)
+    # The segfault is an out-of-bounds read, so whether it happens depends on the child's memory
+    # (a fork of this process, or a small worker's child): with or without the crash, the model is
+    # refused for that node and nothing else. tests/onnx/test_isolate.py crashes a child on purpose.
+    assert all("crashed" in w for w in report.warnings if "shape inference" in w)
 
 
 def test_operators_with_a_function_body_are_expanded(armnn_runner):

@@ -83,7 +83,7 @@ def _spatial_pool(ctx, x, axes, q) -> bool:
         info.dtype in _POOL_TYPES
 
 
-@REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R, "Pooling2d"),
+@REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R, "Pooling2d", "Reshape"),
                    notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d")
 def mean(ctx, op):
     def spatial(ctx, x, axes, keep, name, q):
