@@ -1,8 +1,8 @@
 // armnn-pair: time two .armnn networks against each other in ONE process, on one CpuRef runtime,
 // so that the virtual machine's speed drift (up to 75 % between whole-process runs here) falls on
 // both alike. Both networks are loaded into one IRuntime and warmed up; then every round runs
-// blocks of K inferences in the order A B B A A B B A ... (so neither side is always first, and
-// each follows itself and the other equally often), timing each block with the thread's CPU clock
+// blocks of K inferences in the order A B B A ... (so neither side is always first, and each
+// follows itself and the other equally often; see the copies' order in RunPair), timing each block with the thread's CPU clock
 // (CLOCK_THREAD_CPUTIME_ID: CpuRef runs its workloads on the calling thread) and the monotonic
 // wall clock. A round's ratio is sum(A) / sum(B) over the same number of inferences (~SECONDS of
 // work per side); the verdict the caller takes is the median of the rounds' ratios. Each side is
@@ -309,8 +309,13 @@ int RunPair(int argc, char** argv)
         double t0 = Clock(CLOCK_THREAD_CPUTIME_ID);
         for (int p = 0; p < pairs; ++p)
         {
+            // Copy c runs AB BA on even copies and BA AB on odd ones: A0 B0 B0 A0 B1 A1 A1 B1 A0 ...
+            // so each side follows itself once per cycle (B0 B0, A1 A1). With AB BA on every copy
+            // (A0 B0 B0 A0 A1 B1 B1 A1), B followed itself twice and A never did, and a network
+            // run right after itself finds its buffers in cache: an A/A control on 20.08 gave A
+            // 0.4-0.5 % slower in 5 of 5 runs (long_names_mlp; 0.998-1.002 with this order).
             size_t c = static_cast<size_t>(p / 2 % o.copies);
-            bool aFirst = p % 2 == 0;
+            bool aFirst = (p % 2 == 0) != (c % 2 == 1);
             Time t1 = RunBlock(*runtime, aFirst ? as[c] : bs[c], k);
             Time t2 = RunBlock(*runtime, aFirst ? bs[c] : as[c], k);
             const Time& ti = aFirst ? t1 : t2;   // A's block
