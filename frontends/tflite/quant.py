@@ -32,7 +32,10 @@ def dequantize(data: np.ndarray, quant, shape) -> np.ndarray:
         bshape = [1] * len(shape)
         bshape[quant.axis] = scale.size
         scale, zp = scale.reshape(bshape), zp.reshape(bshape)
-    return ((data.astype(np.float64) - zp) * scale).astype(np.float32)
+    # beyond float32's range a real value is inf, as LiteRT's float32 dequantization gives it (a
+    # damaged file's scale): no numpy overflow warning; layers that cannot hold inf refuse (finite)
+    with np.errstate(over="ignore"):
+        return ((data.astype(np.float64) - zp) * scale).astype(np.float32)
 
 
 def finite(values: np.ndarray, what: str) -> np.ndarray:
