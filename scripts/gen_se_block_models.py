@@ -47,6 +47,7 @@ def _network():
             self.down = nn.Conv2d(16, 24, 3, stride=2, padding=1)
             self.se2 = SE(24)
             self.head = nn.Linear(24, 10)
+            nn.init.normal_(self.head.weight, std=2.0)  # outputs spread well past the comparison tolerance
 
         def forward(self, x):
             x = self.se1(torch.relu(self.stem(x)))
