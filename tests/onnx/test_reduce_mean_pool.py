@@ -148,3 +148,24 @@ def test_se_block_on_23_08(opset, layout, tmp_path, monkeypatch):
         theirs = run_armnn(_reduce_form(src, tmp_path / "reduce.armnn", monkeypatch), [ref["input_0"]],
                            runner=RUNNER)[0]
         assert got.tobytes() == theirs.tobytes()
+
+
+@pytest.mark.parametrize("shape", [(1, 6, 5, 8), (2, 3, 7, 9), (1, 2, 40, 52)])
+def test_global_average_pool_is_an_average_pool_on_23_08(shape, tmp_path, monkeypatch):
+    """GlobalAveragePool of a 4-D tensor (Mean before 23.08) is the same pool over the whole map;
+    bit-identical to the Mean form it had (the recipe switched off) on Arm NN 23.08."""
+    from armnn_import_frontends.onnx.ops import conv as onnx_conv
+    g = h.make_graph([h.make_node("GlobalAveragePool", ["x"], ["y"])], "gap",
+                     [h.make_tensor_value_info("x", TP.FLOAT, shape)], [h.make_tensor_value_info("y", TP.FLOAT, None)])
+    src, out, old = tmp_path / "m.onnx", tmp_path / "m.armnn", tmp_path / "mean.armnn"
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 13)]), src)
+    assert _convert(src, out) == [LayerType.Input, LayerType.Pooling2d, LayerType.Output]
+    with monkeypatch.context() as m:
+        m.setattr(onnx_conv, "mean_as_pool", lambda *a, **k: None)
+        assert LayerType.Mean in _convert(src, old)
+    _need_runner()
+    data = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    check = verify(str(src), str(out), inputs=[data], tolerance=Tolerance(atol=1e-6, rtol=1e-5), armnn_runtime=RUNNER)
+    assert check.ok, check.format()
+    ours, theirs = (run_armnn(p, [data], runner=RUNNER)[0] for p in (out, old))
+    assert ours.tobytes() == theirs.tobytes()
