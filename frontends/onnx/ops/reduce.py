@@ -1,5 +1,6 @@
 """Reductions: from the 23.08 target a Reduce layer (one float accumulation per output
-element, exact as one layer); before it, Mean layers (times N for sums), Max pooling
+element, exact as one layer), and a ReduceMean over H and/or W of a 4-D tensor an Average
+Pooling2d (the same sums, far cheaper: lowering/pooling.py); before it, Mean layers (times N for sums), Max pooling
 over a reshaped view for max/min, a Multiplication tree for small products."""
 from __future__ import annotations
 
