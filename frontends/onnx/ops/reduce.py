@@ -1,5 +1,6 @@
 """Reductions: from the 23.08 target a Reduce layer (one float accumulation per output
-element, exact as one layer); before it, Mean layers (times N for sums), Max pooling
+element, exact as one layer), and a ReduceMean over H and/or W of a 4-D tensor an Average
+Pooling2d (the same sums, far cheaper: lowering/pooling.py); before it, Mean layers (times N for sums), Max pooling
 over a reshaped view for max/min, a Multiplication tree for small products."""
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
-from armnn_import.ir.types import ArgMinMaxFunction, DataType, PoolingAlgorithm, ReduceOperation, UnaryOperation
+from armnn_import.ir.types import (ArgMinMaxFunction, DataLayout, DataType, PoolingAlgorithm, ReduceOperation,
+                                   UnaryOperation)
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.pooling import mean_as_pool
 
 from ..registry import needs_const, register
 from .common import mean, norm_axes
@@ -58,6 +61,11 @@ def _mean_based(pre, scale_by_count, post):
         axes, keep = _axes(ctx, node, len(shape))
         if axes is None:
             return ctx.b.linear(x, 1.0, 0.0, n)
+        if pre is None and post is None and not scale_by_count and len(shape) == 4:
+            # a mean over H and/or W (23.08 on): an Average Pooling2d, exact and far cheaper
+            y = mean_as_pool(ctx.b, x, axes, keep, n, layout=DataLayout.NCHW)
+            if y is not None:
+                return y
         if shape and _direct(ctx, x):  # a sum as a sum, not a mean times N
             y = ctx.b.activation(x, pre, f"{n}_pre") if pre is not None else x
             op = ReduceOperation.Sum if scale_by_count else ReduceOperation.Mean
@@ -80,7 +88,8 @@ def _mean_based(pre, scale_by_count, post):
 
 _AXES = needs_const(1, what="axes")
 _R = "Reduce"  # (from --target 23.08)
-register("ReduceMean", since=1, layers=("Mean", _R, "Reshape"), check=_AXES)(_mean_based(None, False, None))
+register("ReduceMean", since=1, layers=("Mean", _R, "Pooling2d", "Reshape"), check=_AXES,
+         notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d")(_mean_based(None, False, None))
 register("ReduceSum", since=1, layers=("Mean", "Activation", _R, "Reshape"), check=_AXES)(_mean_based(None, True, None))
 register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R, "Reshape"), check=_AXES)(
     _mean_based(AF.Square, True, None))

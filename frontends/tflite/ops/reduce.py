@@ -9,6 +9,7 @@ from armnn_import.ir import descriptors as D
 from armnn_import.ir.types import (DataLayout, DataType, LayerType, NormalizationAlgorithmChannel,
                                    NormalizationAlgorithmMethod, PoolingAlgorithm, ReduceOperation)
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.pooling import mean_as_pool
 
 from .common import float_only as _float_only
 from .common import scalar_shape as _scalar_shape
@@ -66,32 +67,12 @@ def _reduce(fn, op_kind=None, first=None):
 _R = "Reduce"  # (from --target 23.08)
 
 
-#: the types 23.08's CpuRef pools (RefLayerSupport::IsPooling2dSupported; not QSymmS8)
-_POOL_TYPES = (DataType.Float32, DataType.Float16, DataType.QAsymmS8, DataType.QuantisedAsymm8)
-
-
-def _spatial_pool(ctx, x, axes, q) -> bool:
-    """Whether a MEAN is an Average Pooling2d whose window is the reduced extent (23.08 on): H
-    and/or W of a 4-D NHWC tensor, float, or quantized with the input's own quantization. On
-    23.08's CpuRef it is bit-identical to the Reduce layer (both sum in raster order, then divide
-    by the count) at 1/7-1/19 of its instructions; 20.08's Mean is cheaper than its Pooling2d, so
-    20.08 keeps Mean (benchmarks/README.md, "Cheaper layers")."""
-    info = x.info
-    same_q = not info.dtype.is_quantized or (q is not None and not info.per_axis_quantized
-                                             and (float(q[0]), int(q[1])) == (float(info.scale), info.offset))
-    return ctx.b.g.target.at_least("23.08") and info.rank == 4 and set(axes) <= {1, 2} and same_q and \
-        info.dtype in _POOL_TYPES
-
-
 @REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R, "Pooling2d", "Reshape"),
                    notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d")
 def mean(ctx, op):
+    # over H and/or W (23.08 on): an Average Pooling2d, bit-identical and far cheaper (lowering/pooling.py)
     def spatial(ctx, x, axes, keep, name, q):
-        if not _spatial_pool(ctx, x, axes, q):
-            return None
-        kernel = tuple(x.info.shape[a] if a in axes else 1 for a in (1, 2))
-        y = ctx.b.pool2d(x, PoolingAlgorithm.Average, kernel, name, layout=NHWC, quant=q)
-        return ctx.b.reshape(y, _out_shape(x.info.shape, axes, keep), f"{name}_shape")
+        return mean_as_pool(ctx.b, x, axes, keep, name, layout=NHWC, quant=q)
     return _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.b.mean(x, axes, keep, name, quant=q),
                    ReduceOperation.Mean, spatial)(ctx, op)
 
