@@ -10,7 +10,8 @@ gives the same numbers, exactly (Arm NN's reference workloads, 20.08 and 23.08 a
   fill, Pad.cpp's pad value encoded at scale 1 offset 0, equal to the zero point) decodes to the
   same +0.0f, so the folded convolution computes the same products and sums bit for bit.
 - Max Pooling2d (Pooling2d.cpp): padded positions are left out of the max. Where the Pad's input
-  is >= 0 (a ReLU, a BoundedReLu with a lower bound >= 0, a Sigmoid; NaN aside) the zeros never
+  is >= 0 (a ReLU, a BoundedReLu with a lower bound >= 0, a Sigmoid; NaN aside; a quantized
+  tensor whose zero point is its lowest level, as a fused ReLU's output is) the zeros never
   win, so max(x and zeros) == max(x). Every pad must be smaller than the window: a window wholly
   in the bottom/right padding reads no input and gives the initial -FLT_MAX (OnPaddingOnly
   tests the clamped range), where the Pad's zeros give 0.
@@ -25,6 +26,8 @@ folds too, its pads permuted; the Permute then reads the unpadded tensor.
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ..ir.graph import Graph, Layer
 from ..ir.shapes import infer_outputs
@@ -47,7 +50,10 @@ def fills_real_zero(pad: Layer) -> bool:
 
 
 def _non_negative(pad: Layer) -> bool:
-    src = pad.inputs[0].layer
+    info, src = pad.inputs[0].info, pad.inputs[0].layer
+    if info.dtype.is_quantized and info.scales is None \
+            and info.offset == int(np.iinfo(info.dtype.np_dtype).min):  # its zero point is its lowest level
+        return True
     if src.type != LayerType.Activation:
         return False
     f = src.desc.function
