@@ -18,6 +18,7 @@ from .conv_bias import fold_affine_into_conv
 from .direct import direct_layers
 from .layout import sink_permutes
 from .lstm_major import batch_major_lstm
+from .pad_fold import fold_pads
 from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
 
@@ -31,6 +32,8 @@ PIPELINE = (
     ("permutes_as_reshapes", permutes_as_reshapes),  # richer targets only
     ("merge_reshapes", merge_reshapes),
     ("remove_identities", remove_identities),
+    # after the layout passes (a 19.02 NHWC Pad reaches its NCHW convolution through one Permute)
+    ("fold_pads", fold_pads),
     ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
