@@ -1,0 +1,103 @@
+"""passes/fc_flatten.py: a Reshape that flattens a 2-D or 4-D tensor to [dim 0, rest] for
+FullyConnecteds only goes (the FC flattens its input itself), and a Gather's index-merging
+Reshape moves onto the indices. Each model is converted by the CLI, its written file runs on
+the real Arm NN runtimes (19.02 and 20.08 files on 20.08 and 23.08, 23.08 files on 23.08) and
+matches onnxruntime; the numpy executor matches too. The negative cases keep their Reshape."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from armnn_import import cli
+from armnn_import.ir.types import LayerType as L
+from armnn_import.serialize import read
+from armnn_import.verify_cmd import Tolerance, verify
+
+TARGETS = {"20.08": ("19.02", "20.08"), "23.08": ("19.02", "20.08", "23.08")}
+
+
+def _init(name, a):
+    return numpy_helper.from_array(np.asarray(a), name)
+
+
+def _gemm_model(tmp_path, x_shape, nodes, flat_out, n_in, extra_outputs=(), extra_nodes=()):
+    rng = np.random.default_rng(len(nodes) + n_in)
+    w, b = rng.standard_normal((n_in, 5)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
+    nodes = list(nodes) + [helper.make_node("Gemm", [flat_out, "w", "b"], ["y"])] + list(extra_nodes)
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]
+    outs += [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in extra_outputs]
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)], outs,
+                          [_init("w", w), _init("b", b), _init("shape", np.array([0, -1], np.int64))])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+CASES = {  # name -> (x shape, nodes, Gemm input, Gemm inputs, extra outputs, extra nodes, Reshapes left)
+    "flatten_4d": ((2, 3, 4, 5), [helper.make_node("Flatten", ["x"], ["f"], axis=1)], "f", 60, (), (), 0),
+    "reshape_4d": ((2, 3, 4, 5), [helper.make_node("Reshape", ["x", "shape"], ["f"])], "f", 60, (), (), 0),
+    "flatten_not_dim0": ((2, 3, 4, 5), [helper.make_node("Flatten", ["x"], ["f"], axis=2)], "f", 20, (), (), 1),
+    "flatten_3d": ((2, 3, 4), [helper.make_node("Flatten", ["x"], ["f"], axis=1)], "f", 12, (), (), 1),
+    "second_reader": ((2, 3, 4, 5), [helper.make_node("Flatten", ["x"], ["f"], axis=1)], "f", 60, ("r",),
+                      [helper.make_node("Relu", ["f"], ["r"])], 1),
+    "graph_output": ((2, 3, 4, 5), [helper.make_node("Flatten", ["x"], ["f"], axis=1)], "f", 60, ("f",), (), 1),
+}
+
+
+def _convert(path, out, target):
+    assert cli.main([str(path), "-o", str(out), "-q", "--target", target]) == 0
+    return collections.Counter(l.type for l in read(out.read_bytes()).layers)
+
+
+def _check(path, out, runner):
+    for runtime in (runner.path, None):  # the release's CpuRef, then the numpy executor
+        result = verify(path, str(out), tolerance=Tolerance(rtol=1e-4, atol=1e-4), armnn_runtime=runtime)
+        assert result.ok, result.format()
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_flatten_before_gemm(case, armnn_release_runner, tmp_path):
+    x_shape, nodes, flat, n_in, extra_out, extra_nodes, left = CASES[case]
+    path = _gemm_model(tmp_path, x_shape, nodes, flat, n_in, extra_out, extra_nodes)
+    for target in TARGETS[armnn_release_runner.release]:
+        out = tmp_path / f"m_{target}.armnn"
+        types = _convert(path, out, target)
+        assert types[L.Reshape] == left, (target, types)
+        assert types[L.FullyConnected] == 1
+        _check(path, out, armnn_release_runner)
+
+
+def _embedding_model(tmp_path, idx_shape, merged):
+    """Gather(table [10, 16], ids) -> Reshape to `merged` -> Gemm -> Reshape back."""
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((10, 16)).astype(np.float32)
+    w, b = rng.standard_normal((16, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], axis=0),
+             helper.make_node("Reshape", ["e", "merged"], ["f"]),
+             helper.make_node("Gemm", ["f", "w", "b"], ["g"]),
+             helper.make_node("Reshape", ["g", "back"], ["y"])]
+    inits = [_init("table", table), _init("w", w), _init("b", b),
+             _init("merged", np.array(merged, np.int64)), _init("back", np.array(list(idx_shape) + [4], np.int64))]
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("ids", TensorProto.INT64, idx_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = tmp_path / "embedding.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+@pytest.mark.parametrize("idx_shape", [(2, 6), (3, 2, 2)])
+def test_gather_reshape_moves_onto_the_indices(idx_shape, armnn_release_runner, tmp_path):
+    path = _embedding_model(tmp_path, idx_shape, [int(np.prod(idx_shape)), 16])
+    for target in TARGETS[armnn_release_runner.release][1:]:  # (19.02 has no Gather of run-time indices)
+        out = tmp_path / f"m_{target}.armnn"
+        _convert(path, out, target)
+        net = read(out.read_bytes())
+        gather = next(l for l in net.layers if l.type == L.Gather)
+        assert gather.inputs[1].layer.type == L.Reshape  # the indices are reshaped, not the rows
+        assert gather.outputs[0].shape == (int(np.prod(idx_shape)), 16)
+        assert net.consumers(gather.out())[0][0].type == L.FullyConnected
+        _check(path, out, armnn_release_runner)
