@@ -12,9 +12,14 @@ A Gather on axis 0 whose only reader is a Reshape merging the leading index dims
 ([2, 6, 16] -> [12, 16]: an embedding before a Dense) gathers the same rows in the same order
 from the indices reshaped to [12]: the Reshape moves to the indices (12 int32 instead of 192
 values), and where the indices come from a Reshape already, that one takes the new shape.
+
+A Mean or Reduce without keep_dims whose only reader is a Reshape back to the keep_dims shape
+(the [1, 32] -> [1, 1, 1, 32] before a per-channel FullyConnected's 1x1 convolution) keeps
+its dims instead: the same values in the same order, one Reshape fewer.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..ir.descriptors import ReshapeDescriptor
@@ -75,6 +80,31 @@ def _move_reshape_to_indices(graph: Graph, g: Layer, r: Layer) -> None:
         graph.remove([src])
 
 
+def _keep_dims_reshape(graph: Graph, m: Layer) -> Layer | None:
+    """The Reshape that alone reads `m` (Mean/Reduce, keep_dims false) and restores its reduced
+    dims as 1s; None otherwise."""
+    users = graph.consumers(m.out())
+    if m.desc.keep_dims or len(users) != 1 or users[0][0].type != LayerType.Reshape:
+        return None
+    r, x = users[0][0], m.inputs[0].info.shape
+    axes = set(a % len(x) for a in m.desc.axis) if m.desc.axis else set(range(len(x)))
+    kept = tuple(1 if i in axes else n for i, n in enumerate(x))
+    return r if r.outputs[0] == m.outputs[0].with_shape(kept) else None
+
+
+def _keep_dims(graph: Graph) -> int:
+    n = 0
+    for m in [l for l in graph.layers if l.type in (LayerType.Mean, LayerType.Reduce)]:
+        r = _keep_dims_reshape(graph, m)
+        if r is not None:
+            m.desc = dataclasses.replace(m.desc, keep_dims=True)
+            m.outputs = [r.outputs[0]]
+            graph.replace_uses(r.out(), m.out())
+            graph.remove([r])
+            n += 1
+    return n
+
+
 def reshapes_into_fc(graph: Graph, report: Report) -> int:
     n = 0
     for g in [l for l in graph.layers if l.type == LayerType.Gather]:
@@ -85,4 +115,4 @@ def reshapes_into_fc(graph: Graph, report: Report) -> int:
     for r in [l for l in graph.layers if l.type == LayerType.Reshape]:
         if r in graph and _is_fc_flatten(graph, r) and bypass(graph, r):
             n += 1
-    return n
+    return n + _keep_dims(graph)
