@@ -34,7 +34,7 @@ def _only_fc_reads(graph: Graph, layer: Layer) -> bool:
     return bool(users) and all(u.type == LayerType.FullyConnected and i == 0 for u, i in users)
 
 
-def _is_fc_flatten(graph: Graph, r: Layer) -> bool:
+def is_fc_flatten(graph: Graph, r: Layer) -> bool:
     x, y = r.inputs[0].info, r.outputs[0]
     if x.rank not in (2, 4) or y.rank != 2 or y.shape[0] != x.shape[0]:
         return False  # (a 3-D or 5-D input is refused by the FC; another split is not its flatten)
@@ -113,6 +113,6 @@ def reshapes_into_fc(graph: Graph, report: Report) -> int:
             _move_reshape_to_indices(graph, g, r)
             n += 1
     for r in [l for l in graph.layers if l.type == LayerType.Reshape]:
-        if r in graph and _is_fc_flatten(graph, r) and bypass(graph, r):
+        if r in graph and is_fc_flatten(graph, r) and bypass(graph, r):
             n += 1
     return n + _keep_dims(graph)

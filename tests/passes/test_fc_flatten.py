@@ -6,6 +6,8 @@ matches onnxruntime; the numpy executor matches too. The negative cases keep the
 from __future__ import annotations
 
 import collections
+import os
+import sys
 
 import numpy as np
 import onnx
@@ -14,8 +16,14 @@ from onnx import TensorProto, helper, numpy_helper
 
 from armnn_import import cli
 from armnn_import.ir.types import LayerType as L
+from armnn_import.passes.fc_flatten import is_fc_flatten
 from armnn_import.serialize import read
 from armnn_import.verify_cmd import Tolerance, verify
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from reference_models import ROOT  # noqa: E402
+from test_targets import RICH_NETWORK_LSB  # noqa: E402
+from test_verify_cmd import PER_CHANNEL_REQUANTIZED_LSB  # noqa: E402
 
 TARGETS = {"20.08": ("19.02", "20.08"), "23.08": ("19.02", "20.08", "23.08")}
 
@@ -101,3 +109,62 @@ def test_gather_reshape_moves_onto_the_indices(idx_shape, armnn_release_runner, 
         assert gather.outputs[0].shape == (int(np.prod(idx_shape)), 16)
         assert net.consumers(gather.out())[0][0].type == L.FullyConnected
         _check(path, out, armnn_release_runner)
+
+
+def _mean_gemm_model(tmp_path, keepdims_then):
+    """ReduceMean(keepdims=0) over H, W -> Reshape back to [N, C, 1, 1] -> a 1x1 Conv (what a
+    per-channel FullyConnected becomes), or -> Reshape to [N, C, 2, 1] (not the keep_dims shape)."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((5, 6, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=0),
+             helper.make_node("Reshape", ["m", "s"], ["r"]),
+             helper.make_node("Conv", ["r", "w"], ["y"])]
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 6, 4, 3))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [_init("w", w if keepdims_then else w[:, :3]), _init("s", np.array(
+                              [2, 6, 1, 1] if keepdims_then else [2, 3, 2, 1], np.int64))])
+    path = tmp_path / "mean.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+    return path
+
+
+@pytest.mark.parametrize("keepdims_then", [True, False], ids=["keep_dims_shape", "other_shape"])
+def test_mean_then_reshape_to_its_keep_dims_shape(keepdims_then, armnn_release_runner, tmp_path):
+    path = _mean_gemm_model(tmp_path, keepdims_then)
+    for target in TARGETS[armnn_release_runner.release]:
+        out = tmp_path / f"m_{target}.armnn"
+        types = _convert(path, out, target)
+        assert types[L.Reshape] == (0 if keepdims_then else 1), (target, types)
+        _check(path, out, armnn_release_runner)
+
+
+# reference model, target -> Reshapes left (main's files had more: the report lists them)
+REFERENCE = {
+    ("tflite/models/mobilenet_v1_mini.int8.tflite", "20.08"): 1,  # (was 2: Mean keeps its dims)
+    ("tflite/models/mobilenet_v1_mini.int8.tflite", "23.08"): 1,
+    ("tflite/models/densenet_mini.float32.tflite", "23.08"): 0,  # (was 1: Pooling2d -> FC directly)
+    ("tflite/models/resnet_mini.float32.tflite", "23.08"): 0,
+    ("tflite/models/embedding_keras.float32.tflite", "20.08"): 3,  # (the indices', the output's and
+    # the table's: 20.08 Constants are [1, 1, rows, last] + a Reshape, NetBuilder.constant_layer)
+    ("tflite/models/embedding_keras.float32.tflite", "23.08"): 2,
+    ("onnx/resnet_small.onnx", "19.02"): None,  # (was 1 more: Flatten -> Gemm)
+    ("onnx/yolo_head_op17.onnx", "20.08"): None,
+    ("tflite/ops/conv_fc.uint8.tflite", "19.02"): None,
+}
+
+
+@pytest.mark.parametrize("model_id, target", sorted(REFERENCE))
+def test_reference_models_lose_the_reshapes(model_id, target, armnn_release_runner, tmp_path):
+    if target not in TARGETS[armnn_release_runner.release]:
+        pytest.skip(f"a {target} file does not run on Arm NN {armnn_release_runner.release}")
+    path = ROOT / model_id
+    out = tmp_path / "model.armnn"
+    types = _convert(path, out, target)
+    if REFERENCE[model_id, target] is not None:
+        assert types[L.Reshape] == REFERENCE[model_id, target], types
+    net = read(out.read_bytes())
+    assert not [r for r in net.layers if r.type == L.Reshape and is_fc_flatten(net, r)]
+    tol = Tolerance(atol=1e-4, lsb=RICH_NETWORK_LSB.get(model_id, 1) if target != "19.02" else
+                    PER_CHANNEL_REQUANTIZED_LSB.get(model_id, 1))
+    result = verify(path, str(out), tolerance=tol, armnn_runtime=armnn_release_runner.path)
+    assert result.ok, result.format()
