@@ -79,19 +79,23 @@ def test_flatten_before_gemm(case, armnn_release_runner, tmp_path):
         _check(path, out, armnn_release_runner)
 
 
-def _embedding_model(tmp_path, idx_shape, merged):
-    """Gather(table [10, 16], ids) -> Reshape to `merged` -> Gemm -> Reshape back."""
+def _embedding_model(tmp_path, idx_shape, merged, also_output=False):
+    """Gather(table [10, 16], ids) -> Reshape to `merged` -> Gemm -> Reshape back (the Gather's
+    output also a graph output if `also_output`)."""
     rng = np.random.default_rng(3)
+    n_in = merged[-1]
     table = rng.standard_normal((10, 16)).astype(np.float32)
-    w, b = rng.standard_normal((16, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    w, b = rng.standard_normal((n_in, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+    back = list(idx_shape) + [4] if n_in == 16 else [merged[0], 4]
     nodes = [helper.make_node("Gather", ["table", "ids"], ["e"], axis=0),
              helper.make_node("Reshape", ["e", "merged"], ["f"]),
              helper.make_node("Gemm", ["f", "w", "b"], ["g"]),
              helper.make_node("Reshape", ["g", "back"], ["y"])]
     inits = [_init("table", table), _init("w", w), _init("b", b),
-             _init("merged", np.array(merged, np.int64)), _init("back", np.array(list(idx_shape) + [4], np.int64))]
+             _init("merged", np.array(merged, np.int64)), _init("back", np.array(back, np.int64))]
     g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("ids", TensorProto.INT64, idx_shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                           for o in ["y"] + (["e"] if also_output else [])], inits)
     path = tmp_path / "embedding.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
     return path
@@ -168,3 +172,18 @@ def test_reference_models_lose_the_reshapes(model_id, target, armnn_release_runn
                     PER_CHANNEL_REQUANTIZED_LSB.get(model_id, 1))
     result = verify(path, str(out), tolerance=tol, armnn_runtime=armnn_release_runner.path)
     assert result.ok, result.format()
+
+
+@pytest.mark.parametrize("case", ["rows_split", "gather_is_an_output"])
+def test_gather_reshape_stays(case, armnn_release_runner, tmp_path):
+    """[2, 6, 16] -> [2, 96] splits the rows (and is a 3-D flatten the FC cannot take); a Gather
+    that is also a graph output keeps its shape (moving the Reshape would add one)."""
+    merged = [2, 96] if case == "rows_split" else [12, 16]
+    path = _embedding_model(tmp_path, (2, 6), merged, also_output=case == "gather_is_an_output")
+    for target in TARGETS[armnn_release_runner.release][1:]:
+        out = tmp_path / f"m_{target}.armnn"
+        _convert(path, out, target)
+        net = read(out.read_bytes())
+        gather = next(l for l in net.layers if l.type == L.Gather)
+        assert gather.outputs[0].shape == (2, 6, 16) and gather.inputs[1].layer.type == L.Input
+        _check(path, out, armnn_release_runner)
