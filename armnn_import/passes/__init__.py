@@ -16,6 +16,7 @@ from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constan
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .conv_bias import fold_affine_into_conv
 from .direct import direct_layers
+from .fc_flatten import reshapes_into_fc
 from .layout import sink_permutes
 from .lstm_major import batch_major_lstm
 from .pad_fold import fold_pads
@@ -39,6 +40,7 @@ PIPELINE = (
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
     ("shifts_to_additions", shifts_to_additions),
     ("split_batchnorms", split_batchnorms),  # richer targets only: scaled BatchNormalization -> Mul + Add
+    ("reshapes_into_fc", reshapes_into_fc),  # FullyConnected flattens its 4-D input itself
     ("remove_dead_layers", remove_dead_layers),
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     ("direct_layers", direct_layers),  # richer targets only: Merger -> Concat, Permute -> Transpose
