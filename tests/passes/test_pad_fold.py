@@ -3,7 +3,10 @@
 Single-op TFLite and ONNX models, converted by the CLI for every target and run on the real
 runtimes that read the file (19.02 and 20.08 files on 20.08 and 23.08, 23.08 files on 23.08),
 against LiteRT / onnxruntime; the file without the pass (our old output) gives the same bits on
-the same runtime. The negative cases keep their Pad and still match."""
+the same runtime. The negative cases keep their Pad and still match: before 23.08 a kept Pad
+reaches its Convolution2d readers through the guard's identity Reshape (passes/pad_guard.py),
+since Arm NN 20.08's optimizer misfolds a Pad -> Convolution2d link (shown: the same file
+without the guard fails there)."""
 from __future__ import annotations
 
 import os
@@ -90,6 +93,10 @@ TFL_CASES = {
     "nonzero_fill_own_padding": (lambda mb, x: mb.op("CONV_2D", [mb.op("PADV2", [x, _pads(mb, ASYM), mb.const(
         "v", np.array([0.5], np.float32))]), mb.const("w", _w(4, 3, 3, 3)), mb.const("b", _w(4))],
         "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1), None, 1),
+    # (20.08 folds no Pad into a DepthwiseConvolution2d: no guard, and it still matches there)
+    "nonzero_fill_depthwise": (lambda mb, x: mb.op("DEPTHWISE_CONV_2D", [mb.op("PADV2", [x, _pads(mb, SYM), mb.const(
+        "v", np.array([0.5], np.float32))]), mb.const("w", _w(1, 3, 3, 6)), mb.const("b", _w(6))],
+        "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1, depth_multiplier=2), None, 1),
     "channel_pads": (lambda mb, x: mb.op("CONV_2D", [mb.op("PAD", [x, _pads(mb, [[0, 0], [1, 1], [1, 1], [1, 0]])]),
                                                      mb.const("w", _w(4, 3, 3, 4)), mb.const("b", _w(4))],
                                          "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1), 1, 1),
@@ -163,6 +170,8 @@ def test_tflite_pad_folds(name, target, armnn_release_runner, tmp_path):
     _check(src, [x], target, armnn_release_runner, tmp_path, left_19 if target == "19.02" else left)
     if name == "two_consumer_kinds":  # the convolution took the pads: only the ADD reads the Pad
         assert _pad_readers(tmp_path / "new.armnn") == [LayerType.Addition]
+    if name == "nonzero_fill_depthwise" and target == "20.08":
+        assert _pad_readers(tmp_path / "new.armnn") == [LayerType.DepthwiseConvolution2d]
 
 
 def _unguarded_fails(src, data, target, runner, tmp_path):
