@@ -67,8 +67,10 @@ def _pool(mb, x, op, pads, relu=True, window=3):
                  filter_height=window)
 
 
-def _quant_conv(mb, x):
-    y = mb.op("PAD", [x, _pads(mb, [[0, 0], [1, 2], [2, 1], [0, 0]])], "PadOptions", out_quant=QX)
+def _quant_conv(mb, x, fill=None):
+    pads = _pads(mb, [[0, 0], [1, 2], [2, 1], [0, 0]])
+    y = mb.op("PAD", [x, pads], "PadOptions", out_quant=QX) if fill is None else \
+        mb.op("PADV2", [x, pads, mb.const("v", np.array([fill], np.int8), quant=QX)], out_quant=QX)
     w = mb.const("w", RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), quant=QW)
     b = mb.const("b", RNG.integers(-500, 500, 4).astype(np.int32), quant=(QX[0] * QW[0], 0))
     return mb.op("CONV_2D", [y, w, b], "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1,
@@ -187,18 +189,22 @@ def _unguarded_fails(src, data, target, runner, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_tflite_quantized_conv(target, armnn_release_runner, tmp_path):
+@pytest.mark.parametrize("fill", [None, 20])
+def test_tflite_quantized_conv(fill, target, armnn_release_runner, tmp_path):
+    """fill 20 (real 0.85, not the zero point 3): the int8 Pad stays, guarded before 23.08."""
     mb = ModelBuilder()
     x = mb.input("x", (1, 7, 6, 3), np.int8, QX)
-    mb.output(_quant_conv(mb, x))
+    mb.output(_quant_conv(mb, x, fill))
     src = tmp_path / "q.tflite"
     src.write_bytes(mb.build())
     data = RNG.integers(-128, 128, (1, 7, 6, 3)).astype(np.int8)
+    if fill is not None and target == "20.08" == armnn_release_runner.release:
+        _unguarded_fails(src, [data], target, armnn_release_runner, tmp_path)
     # 19.02 writes uint8 (+128, offset 131): its Pad fills raw 0, not the zero point, so is kept
     _check(src, [data], target, armnn_release_runner, tmp_path, None, Tolerance(lsb=1))
     types = [l.type for l in read((tmp_path / "new.armnn").read_bytes()).layers]
     if target != "19.02":
-        assert LayerType.Pad not in types, types
+        assert types.count(LayerType.Pad) == (fill is not None), types
 
 
 #: ONNX kinds: (pads, constant_value or None, the Conv's own pads, an Add also reading the Pad)
