@@ -4,6 +4,16 @@ tests/layer_cases.py, tests/onnx/expected_failures.py, tests/armnn_runtime/READM
 convert() refuses to write a network with one of the layers runtime_problems()
 names: a frontend must lower around these, never emit them.
 
+Arm NN 20.08 runs wrong a Pad read directly by a Convolution2d: its optimizer's
+FoldPadIntoConvolution2d (src/armnn/optimizations/FoldPadIntoConvolution2d.hpp,
+the only Pad fold in Network.cpp's Optimize() list) folds every such connection
+unchecked. It drops the Pad's value, overwrites the convolution's own padding
+instead of adding to it, and ignores pads on N and C. The pad_fold pass folds
+every zero Pad that a convolution can take exactly. passes/pad_guard.py puts
+an identity Reshape between every other Pad and its Convolution2d readers in
+files of the 19.02 and 20.08 formats; 20.08 keeps a lone Reshape. 23.08's
+FoldPadIntoLayer2d checks before folding.
+
 What 23.08 reads differently from 20.08 in files of the 19.02 and 20.08 formats
 (which have no weightsLayoutScheme, so 23.08 takes it as 0):
 - Constant: with weightsLayoutScheme 0, 23.08's deserializer takes every Constant

@@ -20,6 +20,7 @@ from .fc_flatten import reshapes_into_fc
 from .layout import sink_permutes
 from .lstm_major import batch_major_lstm
 from .pad_fold import fold_pads
+from .pad_guard import guard_pad_convs
 from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
 
@@ -43,6 +44,8 @@ PIPELINE = (
     ("reshapes_into_fc", reshapes_into_fc),  # FullyConnected flattens its 4-D input itself
     ("remove_dead_layers", remove_dead_layers),
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
+    # last of the passes that drop identity Reshapes: formats before 23.08 only (Arm NN 20.08 misfolds a Pad)
+    ("guard_pad_convs", guard_pad_convs),
     ("direct_layers", direct_layers),  # richer targets only: Merger -> Concat, Permute -> Transpose
 )
 

@@ -1,4 +1,4 @@
-"""Zero Pad layers folded into the convolution or pooling that reads them (every target).
+"""Zero Pad layers folded into the convolutions and poolings that read them (every target).
 
 Keras' ZeroPadding2D and tf2onnx give an explicit PAD before a VALID convolution or pooling.
 As its own layer it is a whole extra pass over the padded tensor; the consumer's own padding
@@ -22,6 +22,10 @@ gives the same numbers, exactly (Arm NN's reference workloads, 20.08 and 23.08 a
 Pools keep Floor rounding only (a Ceiling window may start past the padded edge). A Pad read
 through one Permute (19.02: an NHWC model's Pad, then the Permute to the NCHW convolution)
 folds too, its pads permuted; the Permute then reads the unpadded tensor.
+
+Each reader is judged on its own: the readers that qualify take the pads and read the Pad's
+input, the others keep reading the Pad (a Pad read by a convolution and an Addition: the
+convolution folds, the Addition keeps the Pad), which goes once nothing reads it.
 """
 from __future__ import annotations
 
@@ -87,45 +91,57 @@ def _foldable(consumer: Layer, pairs: list, pad: Layer) -> tuple | None:
     return None
 
 
-def _plan(graph: Graph, pad: Layer):
-    """(permute or None, [(consumer, pads)]) when every reader of the Pad can take its pads."""
+def _via_permute(graph: Graph, perm: Layer, pairs: list, pad: Layer) -> list | None:
+    """[(consumer, pads)] when every reader of `perm` (a Permute reading the Pad) takes its pads."""
+    moved = [None] * len(pairs)
+    for i, j in enumerate(perm.desc.dim_mappings):  # input dim i goes to output dim j
+        moved[j] = pairs[i]
+    plan = [(c, _foldable(c, moved, pad) if slot == 0 else None) for c, slot in graph.consumers(perm.out())]
+    return plan if plan and all(p is not None for _, p in plan) else None
+
+
+def _plan(graph: Graph, pad: Layer) -> list:
+    """[(reader, input index, permute?, [(consumer, pads)])]: the Pad's readers that can take its
+    pads, each on its own (the others keep reading the Pad). A Permute reader folds when every
+    reader of it can."""
     n = len(pad.outputs[0].shape)
-    pairs = [tuple(pad.desc.pad_list[2 * i:2 * i + 2]) for i in range(n)]
     if n != 4 or min(pad.desc.pad_list) < 0 or not fills_real_zero(pad):
-        return None
-    users, perm = graph.consumers(pad.out()), None
-    if len(users) == 1 and users[0][0].type == LayerType.Permute:
-        perm = users[0][0]
-        moved = [None] * n
-        for i, j in enumerate(perm.desc.dim_mappings):  # input dim i goes to output dim j
-            moved[j] = pairs[i]
-        pairs, users = moved, graph.consumers(perm.out())
-    plan = [(c, _foldable(c, pairs, pad)) for c, _ in users]
-    if not plan or any(p is None for _, p in plan):
-        return None
-    return perm, plan
+        return []
+    pairs = [tuple(pad.desc.pad_list[2 * i:2 * i + 2]) for i in range(n)]
+    plan = []
+    for reader, slot in graph.consumers(pad.out()):
+        if reader.type == LayerType.Permute:
+            sub = _via_permute(graph, reader, pairs, pad)
+        else:
+            p = _foldable(reader, pairs, pad) if slot == 0 else None
+            sub = None if p is None else [(reader, p)]
+        if sub is not None:
+            plan.append((reader, slot, reader.type == LayerType.Permute, sub))
+    return plan
 
 
-def _apply(graph: Graph, pad: Layer, perm: Layer | None, plan: list) -> None:
-    for c, (t, b, l, r) in plan:
-        d = c.desc
-        d.pad_top, d.pad_bottom, d.pad_left, d.pad_right = (
-            d.pad_top + t, d.pad_bottom + b, d.pad_left + l, d.pad_right + r)
-        if c.type == LayerType.Pooling2d and d.pool_type == PoolingAlgorithm.Average:
-            d.padding_method = PaddingMethod.IgnoreValue  # the padded zeros count in the average
-    graph.replace_uses(pad.out(), pad.inputs[0])
-    graph.remove([pad])
-    if perm is not None:  # it now permutes the unpadded tensor
-        perm.outputs = list(infer_outputs(perm))
+def _apply(graph: Graph, pad: Layer, plan: list) -> None:
+    for reader, slot, permute, sub in plan:
+        for c, (t, b, l, r) in sub:
+            d = c.desc
+            d.pad_top, d.pad_bottom, d.pad_left, d.pad_right = (
+                d.pad_top + t, d.pad_bottom + b, d.pad_left + l, d.pad_right + r)
+            if c.type == LayerType.Pooling2d and d.pool_type == PoolingAlgorithm.Average:
+                d.padding_method = PaddingMethod.IgnoreValue  # the padded zeros count in the average
+        graph.set_input(reader, slot, pad.inputs[0])
+        if permute:  # it now permutes the unpadded tensor
+            reader.outputs = list(infer_outputs(reader))
+    if not graph.consumers(pad.out()):
+        graph.remove([pad])
 
 
 def fold_pads(graph: Graph, report: Report) -> int:
     n = 0
     for pad in [l for l in graph.layers if l.type == LayerType.Pad]:
-        got = _plan(graph, pad)
-        if got is not None:
-            _apply(graph, pad, *got)
-            n += 1
+        plan = _plan(graph, pad)
+        if plan:
+            _apply(graph, pad, plan)
+            n += len(plan)
     if n:
         report.decomposition("zero padding before a convolution or pooling",
                              "folded into the convolution's or pooling's own padding (exact)")

@@ -3,7 +3,10 @@
 Single-op TFLite and ONNX models, converted by the CLI for every target and run on the real
 runtimes that read the file (19.02 and 20.08 files on 20.08 and 23.08, 23.08 files on 23.08),
 against LiteRT / onnxruntime; the file without the pass (our old output) gives the same bits on
-the same runtime. The negative cases keep their Pad and still match."""
+the same runtime. The negative cases keep their Pad and still match: before 23.08 a kept Pad
+reaches its Convolution2d readers through the guard's identity Reshape (passes/pad_guard.py),
+since Arm NN 20.08's optimizer misfolds a Pad -> Convolution2d link (shown: the same file
+without the guard fails there)."""
 from __future__ import annotations
 
 import os
@@ -64,8 +67,10 @@ def _pool(mb, x, op, pads, relu=True, window=3):
                  filter_height=window)
 
 
-def _quant_conv(mb, x):
-    y = mb.op("PAD", [x, _pads(mb, [[0, 0], [1, 2], [2, 1], [0, 0]])], "PadOptions", out_quant=QX)
+def _quant_conv(mb, x, fill=None):
+    pads = _pads(mb, [[0, 0], [1, 2], [2, 1], [0, 0]])
+    y = mb.op("PAD", [x, pads], "PadOptions", out_quant=QX) if fill is None else \
+        mb.op("PADV2", [x, pads, mb.const("v", np.array([fill], np.int8), quant=QX)], out_quant=QX)
     w = mb.const("w", RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), quant=QW)
     b = mb.const("b", RNG.integers(-500, 500, 4).astype(np.int32), quant=(QX[0] * QW[0], 0))
     return mb.op("CONV_2D", [y, w, b], "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1,
@@ -83,10 +88,21 @@ TFL_CASES = {
     "depthwise": (_dwconv, 0, 0),
     "maxpool_after_relu": (lambda mb, x: _pool(mb, x, "MAX_POOL_2D", POOL_ASYM), 0, 0),
     "avgpool": (lambda mb, x: _pool(mb, x, "AVERAGE_POOL_2D", POOL_ASYM, relu=False), 0, 0),
-    # negative cases: the Pad stays
+    # negative cases: the Pad stays (before 23.08 read by its Convolution2d through a guard Reshape)
     "nonzero_fill": (lambda mb, x: mb.op("CONV_2D", [mb.op("PADV2", [x, _pads(mb, SYM), mb.const(
         "v", np.array([0.5], np.float32))]), mb.const("w", _w(4, 3, 3, 3)), mb.const("b", _w(4))],
         "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1), None, 1),
+    "nonzero_fill_own_padding": (lambda mb, x: mb.op("CONV_2D", [mb.op("PADV2", [x, _pads(mb, ASYM), mb.const(
+        "v", np.array([0.5], np.float32))]), mb.const("w", _w(4, 3, 3, 3)), mb.const("b", _w(4))],
+        "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1), None, 1),
+    # (20.08 folds no Pad into a DepthwiseConvolution2d: no guard, and it still matches there)
+    "nonzero_fill_depthwise": (lambda mb, x: mb.op("DEPTHWISE_CONV_2D", [mb.op("PADV2", [x, _pads(mb, SYM), mb.const(
+        "v", np.array([0.5], np.float32))]), mb.const("w", _w(1, 3, 3, 6)), mb.const("b", _w(6))],
+        "DepthwiseConv2DOptions", padding="VALID", stride_w=1, stride_h=1, depth_multiplier=2), None, 1),
+    "channel_pads": (lambda mb, x: mb.op("CONV_2D", [mb.op("PAD", [x, _pads(mb, [[0, 0], [1, 1], [1, 1], [1, 0]])]),
+                                                     mb.const("w", _w(4, 3, 3, 4)), mb.const("b", _w(4))],
+                                         "Conv2DOptions", padding="VALID", stride_w=1, stride_h=1), 1, 1),
+    # the convolution folds (on top of its own SAME padding), the ADD keeps reading the Pad
     "two_consumer_kinds": (lambda mb, x: mb.op("ADD", [mb.op("CONV_2D", [
         p := mb.op("PAD", [x, _pads(mb, SYM)]), mb.const("w", _w(3, 3, 3, 3)), mb.const("b", _w(3))],
         "Conv2DOptions", padding="SAME", stride_w=1, stride_h=1), p]), 1, 1),
@@ -95,23 +111,32 @@ TFL_CASES = {
                                                   window=2), 1, 1),
 }
 
-
-#: negative cases that Arm NN 20.08 itself runs wrong (the same file as main's): its optimizer's
-#: FoldPadIntoConvolution2d (src/armnn/optimizations/FoldPadIntoConvolution2d.hpp) folds every
-#: Pad -> Convolution2d connection unchecked: it drops the pad value (nonzero_fill: wrong numbers)
-#: and moves all of the Pad's readers (two_consumer_kinds: "TensorShape set on OutputSlot[0] does
-#: not match"). 19.02 files hold a Permute between the two (NHWC), 23.08 checks before folding.
-RUNTIME_20_08_FOLDS = {"nonzero_fill", "two_consumer_kinds"}
+#: Arm NN 20.08's optimizer (FoldPadIntoConvolution2d.hpp) folds every Pad -> Convolution2d link
+#: unchecked: it drops the pad value, overwrites the convolution's own padding and ignores pads on
+#: C. These cases keep a Pad before a Convolution2d: without the guard pass their files of the
+#: 20.08 format run wrong there (or fail its optimize step); with it they match.
+RUNTIME_20_08_FOLDS = {"nonzero_fill", "nonzero_fill_own_padding", "channel_pads"}
 
 
-def _write(src, out, target, fold=True):
-    pipe = passes.PIPELINE if fold else tuple(p for p in passes.PIPELINE if p[0] != "fold_pads")
-    old, passes.PIPELINE = passes.PIPELINE, pipe
+def _write(src, out, target, fold=True, drop=()):
+    drop = set(drop) | (set() if fold else {"fold_pads"})
+    old, passes.PIPELINE = passes.PIPELINE, tuple(p for p in passes.PIPELINE if p[0] not in drop)
     try:
         assert cli.main([str(src), "-o", str(out), "-q", "--target", target]) == 0
     finally:
         passes.PIPELINE = old
     return [l.type for l in read(out.read_bytes()).layers]
+
+
+def _pad_readers(path) -> list:
+    """The types of the layers that read a Pad in the file (the guard: no Convolution2d before 23.08)."""
+    g = read(path.read_bytes())
+    return [l.type for l in g.layers for p in l.inputs if p.layer.type == LayerType.Pad]
+
+
+def _guarded(types) -> int:
+    """The layers other than Pads and the guard's Reshapes (one per kept Pad before 23.08 at most)."""
+    return len(types) - types.count(LayerType.Pad) - types.count(LayerType.Reshape)
 
 
 def _check(src, data, target, runner, tmp_path, pads_left, tol=Tolerance(rtol=1e-4, atol=1e-5)):
@@ -123,7 +148,11 @@ def _check(src, data, target, runner, tmp_path, pads_left, tol=Tolerance(rtol=1e
         assert types.count(LayerType.Pad) == pads_left, types
     if pads_left == 0:  # (a case that folds had a Pad to fold)
         assert LayerType.Pad in before, before
-    assert len(before) - len(types) == before.count(LayerType.Pad) - types.count(LayerType.Pad)
+    assert _guarded(before) == _guarded(types), (before, types)
+    if target != "23.08":
+        assert LayerType.Convolution2d not in _pad_readers(new) + _pad_readers(old)
+    else:  # (23.08-format files meet only 23.08, which checks before folding: no guard)
+        assert LayerType.Reshape not in _pad_readers(new)
     check = verify(str(src), str(new), inputs=data, tolerance=tol, armnn_runtime=runner.path)
     assert check.ok, check.format()
     feed = [np.load(tmp_path / "x.npy")] if (tmp_path / "x.npy").exists() else None
@@ -141,48 +170,101 @@ def test_tflite_pad_folds(name, target, armnn_release_runner, tmp_path):
     src.write_bytes(model)
     np.save(tmp_path / "x.npy", x)
     if name in RUNTIME_20_08_FOLDS and target == "20.08" == armnn_release_runner.release:
-        assert _write(src, tmp_path / "m.armnn", target).count(LayerType.Pad) == 1
-        try:
-            ok = verify(str(src), str(tmp_path / "m.armnn"), inputs=[x], armnn_runtime=armnn_release_runner.path).ok
-        except Exception:  # (the runner's optimize step fails)
-            ok = False
-        assert not ok
-        pytest.xfail("Arm NN 20.08's own FoldPadIntoConvolution2d mis-folds this kept Pad")
+        _unguarded_fails(src, [x], target, armnn_release_runner, tmp_path)
     _check(src, [x], target, armnn_release_runner, tmp_path, left_19 if target == "19.02" else left)
+    if name == "two_consumer_kinds":  # the convolution took the pads: only the ADD reads the Pad
+        assert _pad_readers(tmp_path / "new.armnn") == [LayerType.Addition]
+    if name == "nonzero_fill_depthwise" and target == "20.08":
+        assert _pad_readers(tmp_path / "new.armnn") == [LayerType.DepthwiseConvolution2d]
+
+
+def _unguarded_fails(src, data, target, runner, tmp_path):
+    """The file without the guard pass has a Pad -> Convolution2d link, which 20.08 misfolds."""
+    bare = tmp_path / "unguarded.armnn"
+    _write(src, bare, target, drop={"guard_pad_convs"})
+    assert LayerType.Convolution2d in _pad_readers(bare)
+    try:
+        ok = verify(str(src), str(bare), inputs=data, armnn_runtime=runner.path).ok
+    except Exception:  # (the runner's optimize step fails)
+        ok = False
+    assert not ok, "Arm NN 20.08 no longer misfolds a Pad -> Convolution2d: the guard may go"
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_tflite_quantized_conv(target, armnn_release_runner, tmp_path):
+@pytest.mark.parametrize("fill", [None, 20])
+def test_tflite_quantized_conv(fill, target, armnn_release_runner, tmp_path):
+    """fill 20 (real 0.85, not the zero point 3): the int8 Pad stays, guarded before 23.08."""
     mb = ModelBuilder()
     x = mb.input("x", (1, 7, 6, 3), np.int8, QX)
-    mb.output(_quant_conv(mb, x))
+    mb.output(_quant_conv(mb, x, fill))
     src = tmp_path / "q.tflite"
     src.write_bytes(mb.build())
     data = RNG.integers(-128, 128, (1, 7, 6, 3)).astype(np.int8)
+    if fill is not None and target == "20.08" == armnn_release_runner.release:
+        _unguarded_fails(src, [data], target, armnn_release_runner, tmp_path)
     # 19.02 writes uint8 (+128, offset 131): its Pad fills raw 0, not the zero point, so is kept
     _check(src, [data], target, armnn_release_runner, tmp_path, None, Tolerance(lsb=1))
     types = [l.type for l in read((tmp_path / "new.armnn").read_bytes()).layers]
     if target != "19.02":
-        assert LayerType.Pad not in types, types
+        assert types.count(LayerType.Pad) == (fill is not None), types
+
+
+#: ONNX kinds: (pads, constant_value or None, the Conv's own pads, an Add also reading the Pad)
+ONNX_CONVS = {
+    "conv": ([0, 0, 1, 2, 0, 0, 2, 1], None, None, False),
+    # the Pad stays: read by its Conv through the guard Reshape before 23.08
+    "conv_nonzero_own_padding": ([0, 0, 1, 2, 0, 0, 2, 1], 0.5, [1, 1, 1, 1], False),
+    "conv_channel_pads": ([0, 1, 1, 1, 0, 0, 1, 1], None, None, False),
+    # the Conv folds (on top of its own padding), the Add keeps the Pad
+    "conv_add": ([0, 0, 1, 1, 0, 0, 1, 1], None, [1, 1, 1, 1], True),
+}
 
 
 def _onnx(kind):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 8])
-    pads = helper.make_tensor("pads", TensorProto.INT64, [8], [0, 0, 1, 2, 0, 0, 2, 1])
-    nodes, inits, src = [], [pads], "x"
+    pad_list, value, own, add = ONNX_CONVS.get(kind, ([0, 0, 1, 2, 0, 0, 2, 1], None, None, False))
+    pads = helper.make_tensor("pads", TensorProto.INT64, [8], pad_list)
+    nodes, inits, src, pad_in = [], [pads], "x", ["pads"]
+    if value is not None:
+        inits.append(helper.make_tensor("v", TensorProto.FLOAT, [], [value]))
+        pad_in.append("v")
     if kind == "maxpool":
         nodes.append(helper.make_node("Relu", ["x"], ["r"]))
         src = "r"
-    nodes.append(helper.make_node("Pad", [src, "pads"], ["p"], mode="constant"))
-    if kind == "conv":
-        inits.append(onnx.numpy_helper.from_array(_w(4, 3, 3, 3), "w"))
-        nodes.append(helper.make_node("Conv", ["p", "w"], ["y"], strides=[2, 1]))
+    nodes.append(helper.make_node("Pad", [src] + pad_in, ["p"], mode="constant"))
+    if kind in ONNX_CONVS:
+        c_in = 3 + pad_list[1] + pad_list[5]
+        inits.append(onnx.numpy_helper.from_array(_w(c_in if add else 4, c_in, 3, 3), "w"))
+        conv_out = "c" if add else "y"
+        nodes.append(helper.make_node("Conv", ["p", "w"], [conv_out], strides=[1, 1] if add else [2, 1],
+                                      **({"pads": own} if own else {})))
+        if add:
+            nodes.append(helper.make_node("Add", ["c", "p"], ["y"]))
     else:
         op = "MaxPool" if kind == "maxpool" else "AveragePool"
         nodes.append(helper.make_node(op, ["p"], ["y"], kernel_shape=[3, 3], strides=[2, 2]))
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
     g = helper.make_graph(nodes, "g", [x], [y], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("kind", ["conv_nonzero_own_padding", "conv_channel_pads", "conv_add"])
+def test_onnx_pad_kept(kind, target, armnn_release_runner, tmp_path):
+    """A Pad that stays: a non-zero fill before a Conv with its own pads, pads on C, a Pad read by
+    a Conv and an Add. 19.02 and 20.08 files (NCHW: the Pad reads straight into the Conv) run on
+    20.08, whose optimizer would misfold them without the guard Reshape."""
+    src = tmp_path / "m.onnx"
+    onnx.save(_onnx(kind), src)
+    x = RNG.standard_normal((1, 3, 9, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    # (19.02's Pad has no value: a non-zero fill is a zero Pad plus the fill, no Pad -> Conv link)
+    nonzero_19 = kind == "conv_nonzero_own_padding" and target == "19.02"
+    if target != "23.08" and armnn_release_runner.release == "20.08" and kind != "conv_add" and not nonzero_19:
+        _unguarded_fails(src, [x], target, armnn_release_runner, tmp_path)
+    _check(src, [x], target, armnn_release_runner, tmp_path, None if nonzero_19 else 1)
+    if kind == "conv_add":
+        assert _pad_readers(tmp_path / "new.armnn") == [LayerType.Addition]
 
 
 @pytest.mark.parametrize("target", TARGETS)
