@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_io import onnx_value_info, save_npz  # noqa: E402
+from reference_io import onnx_value_info, run_ort, save_npz  # noqa: E402
 
 VOCAB, DIM, SEQ = 50, 32, 12
 
@@ -89,14 +89,6 @@ def _torch_models():
     }
 
 
-def _ort(proto_bytes, feeds):
-    import onnxruntime as ort
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    opts.intra_op_num_threads = 1
-    return ort.InferenceSession(proto_bytes, opts, providers=["CPUExecutionProvider"]).run(None, feeds)
-
-
 def gen_onnx(out_dir: Path) -> None:
     import onnx
     import torch
@@ -114,7 +106,7 @@ def gen_onnx(out_dir: Path) -> None:
             want = model(torch.from_numpy(x)).numpy()
         proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(buf.getvalue()), strict_mode=True)
         onnx.checker.check_model(proto, full_check=True)
-        got = _ort(proto.SerializeToString(), {"input": x})[0]
+        got = run_ort(proto.SerializeToString(), {"input": x})[0]
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
         path = out_dir / f"{name}.onnx"
         onnx.save(proto, path)

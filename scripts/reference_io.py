@@ -27,3 +27,12 @@ def onnx_value_info(v) -> dict:
     dims = [d.dim_param if d.HasField("dim_param") else d.dim_value for d in v.type.tensor_type.shape.dim]
     dtype = onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)
     return {"name": v.name, "shape": dims, "dtype": dtype.name}
+
+
+def run_ort(proto_bytes, feeds):
+    """onnxruntime's outputs of a serialized model, unoptimized and on one thread: the reference."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.intra_op_num_threads = 1
+    return ort.InferenceSession(proto_bytes, opts, providers=["CPUExecutionProvider"]).run(None, feeds)
