@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import sys
 from pathlib import Path
@@ -33,7 +32,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_io import onnx_value_info, run_ort, save_npz  # noqa: E402
+from reference_io import merge_manifest, onnx_value_info, run_ort, save_npz  # noqa: E402
 
 VOCAB, DIM, SEQ = 50, 32, 12
 
@@ -119,7 +118,7 @@ def gen_onnx(out_dir: Path) -> None:
             "op_types": sorted({n.op_type for n in proto.graph.node}), "size_bytes": path.stat().st_size,
         })
         print(f"onnx/{name}: {path.stat().st_size} bytes, ops {' '.join(entries[-1]['op_types'])}")
-    _merge(out_dir / "manifest.json", entries, "name")
+    merge_manifest(out_dir / "manifest.json", entries, "name")
 
 
 # ------------------------------------------------------------------------------ TFLite
@@ -199,7 +198,7 @@ def gen_tflite(out_dir: Path) -> None:
                         "inputs": [info(d) for d in it.get_input_details()],
                         "outputs": [info(d) for d in it.get_output_details()], "builtin_ops": ops})
         print(f"tflite/{stem}: {len(buf)} bytes, ops {' '.join(ops)}")
-    _merge(out_dir / "manifest.json", entries, "file")
+    merge_manifest(out_dir / "manifest.json", entries, "file")
 
 
 def _order(it, inputs):
@@ -209,14 +208,6 @@ def _order(it, inputs):
         return inputs
     names = ["x", "y", "z"]
     return [inputs[next(k for k, n in enumerate(names) if d["name"].split(":")[0].endswith(n))] for d in details]
-
-
-def _merge(path: Path, entries: list, key: str) -> None:
-    """Replace or append this script's entries in a manifest, leaving every other entry as it is."""
-    manifest = json.loads(path.read_text())
-    ours = {e[key] for e in entries}
-    manifest["models"] = [e for e in manifest["models"] if e[key] not in ours] + entries
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 if __name__ == "__main__":

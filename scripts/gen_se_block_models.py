@@ -14,7 +14,6 @@ re-running gives the same files.
 from __future__ import annotations
 
 import io
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_io import onnx_value_info, run_ort, save_npz  # noqa: E402
+from reference_io import merge_manifest, onnx_value_info, run_ort, save_npz  # noqa: E402
 
 SHAPE = (1, 3, 14, 18)
 
@@ -92,15 +91,7 @@ def gen_onnx(out_dir: Path) -> None:
             "op_types": ops, "size_bytes": path.stat().st_size,
         })
         print(f"onnx/{name}: {path.stat().st_size} bytes, ops {' '.join(ops)}")
-    _merge(out_dir / "manifest.json", entries, "name")
-
-
-def _merge(path: Path, entries: list, key: str) -> None:
-    """Replace or append this script's entries in a manifest, leaving every other entry as it is."""
-    manifest = json.loads(path.read_text())
-    ours = {e[key] for e in entries}
-    manifest["models"] = [e for e in manifest["models"] if e[key] not in ours] + entries
-    path.write_text(json.dumps(manifest, indent=1) + "\n")
+    merge_manifest(out_dir / "manifest.json", entries, "name")
 
 
 if __name__ == "__main__":

@@ -36,3 +36,16 @@ def run_ort(proto_bytes, feeds):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     opts.intra_op_num_threads = 1
     return ort.InferenceSession(proto_bytes, opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def merge_manifest(path, entries: list, key: str) -> None:
+    """Put a generator's entries into a manifest: each replaces the entry of its `key` where it
+    stands (so regenerating moves nothing), new ones go at the end; every other entry is left as it is."""
+    import json
+    from pathlib import Path
+    path = Path(path)
+    manifest = json.loads(path.read_text())
+    new = {e[key]: e for e in entries}
+    models = [new.pop(e[key], e) for e in manifest["models"]]
+    manifest["models"] = models + [e for e in entries if e[key] in new]
+    path.write_text(json.dumps(manifest, indent=1) + "\n")
