@@ -21,7 +21,6 @@ Every seed is fixed; re-running gives the same files.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import sys
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_io import merge_manifest, onnx_value_info, run_ort, save_npz  # noqa: E402
+from reference_io import merge_manifest, onnx_value_info, save_npz, torch_export_checked  # noqa: E402
 
 VOCAB, DIM, SEQ = 50, 32, 12
 
@@ -96,17 +95,7 @@ def gen_onnx(out_dir: Path) -> None:
     for seed, (name, (ctor, x, opset, arch, exercises)) in enumerate(_torch_models().items(), start=100):
         torch.manual_seed(seed)
         model = ctor().eval()
-        buf = io.BytesIO()
-        # (with gradients on: under no_grad, nn.TransformerEncoderLayer takes its fused fast path,
-        # which has no ONNX export)
-        torch.onnx.export(model, (torch.from_numpy(x),), buf, dynamo=False, opset_version=opset,
-                          do_constant_folding=True, input_names=["input"], output_names=["output"])
-        with torch.no_grad():
-            want = model(torch.from_numpy(x)).numpy()
-        proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(buf.getvalue()), strict_mode=True)
-        onnx.checker.check_model(proto, full_check=True)
-        got = run_ort(proto.SerializeToString(), {"input": x})[0]
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        proto, got = torch_export_checked(model, x, opset)
         path = out_dir / f"{name}.onnx"
         onnx.save(proto, path)
         save_npz(out_dir / f"{name}.npz", {"input_0": x, "output_0": got})

@@ -49,3 +49,22 @@ def merge_manifest(path, entries: list, key: str) -> None:
     models = [new.pop(e[key], e) for e in manifest["models"]]
     manifest["models"] = models + [e for e in entries if e[key] in new]
     path.write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def torch_export_checked(model, x, opset: int):
+    """(ONNX proto, onnxruntime's output 0) of a torch module exported at `opset` with input x:
+    shape inference strict, the full checker, and onnxruntime's output against torch's."""
+    import onnx
+    import torch
+    buf = io.BytesIO()
+    # (with gradients on: under no_grad, nn.TransformerEncoderLayer takes its fused fast path,
+    # which has no ONNX export)
+    torch.onnx.export(model, (torch.from_numpy(x),), buf, dynamo=False, opset_version=opset,
+                      do_constant_folding=True, input_names=["input"], output_names=["output"])
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    proto = onnx.shape_inference.infer_shapes(onnx.load_from_string(buf.getvalue()), strict_mode=True)
+    onnx.checker.check_model(proto, full_check=True)
+    got = run_ort(proto.SerializeToString(), {"input": x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    return proto, got
