@@ -5,7 +5,6 @@ and the same isolation: a crash, an exhausted memory or a hang of the child give
 the conversion its usual warning or typed error."""
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import hashlib
 import os
@@ -24,9 +23,12 @@ from onnx import helper as h
 from onnx import numpy_helper as nh
 
 import armnn_import
-from armnn_import.errors import ConversionError, UnsupportedModelError
+from armnn_import.errors import ConversionError
 from armnn_import.report import Report
 from armnn_import_frontends.onnx import isolate, isolate_worker, upgrade
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/onnx
+from shape_crash import assert_shape_inference_crash_refused  # noqa: E402
 
 
 def model(nodes, inputs, outputs, inits=(), opset=17):
@@ -162,15 +164,7 @@ def test_an_onnxruntime_session_has_threads_and_the_runtime_agrees(armnn_runner,
 
 
 def test_a_crash_of_shape_inference_in_the_worker_is_the_same_refusal(threaded):
-    """onnx's shape inference segfaults on GatherND with batch_dims=-5."""
-    m = model([h.make_node("GatherND", ["x", "i"], ["y"], name="bad", batch_dims=-5)],
-              [vi("x", [2, 2, 2]), vi("i", [2, 1], TP.INT64)], [vi("y", None)], opset=13)
-    report = Report()
-    with pytest.raises(UnsupportedModelError) as info:
-        armnn_import.convert(m, report=report)
-    assert [p.node for p in info.value.problems] == ["bad"]
-    # (an out-of-bounds read: it crashes the child or not, by the child's memory; the refusal is the same)
-    assert all("crashed" in w for w in report.warnings if "shape inference" in w)
+    assert_shape_inference_crash_refused()
     assert armnn_import.convert(rms_model()).network.layers  # the worker still serves
 
 
