@@ -15,6 +15,7 @@ from .bn_split import split_batchnorms
 from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constants, merge_batchnorms,
                       merge_duplicates, merge_permutes, merge_reshapes, remove_dead_layers, remove_identities)
 from .conv_bias import fold_affine_into_conv
+from .conv_fc import convs_as_fully_connected
 from .direct import direct_layers
 from .fc_flatten import reshapes_into_fc
 from .layout import sink_permutes
@@ -39,6 +40,8 @@ PIPELINE = (
     ("merge_batchnorms", merge_batchnorms),
     ("fold_batchnorm", fold_batchnorm_into_conv),
     ("fold_affine_into_conv", fold_affine_into_conv),  # richer targets only
+    # after the bias folds, before shifts_to_additions (a 19.02 bias is still its BatchNormalization)
+    ("convs_as_fully_connected", convs_as_fully_connected),
     ("shifts_to_additions", shifts_to_additions),
     ("split_batchnorms", split_batchnorms),  # richer targets only: scaled BatchNormalization -> Mul + Add
     ("reshapes_into_fc", reshapes_into_fc),  # FullyConnected flattens its 4-D input itself
