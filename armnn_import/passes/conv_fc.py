@@ -108,6 +108,9 @@ def _rewrite(graph: Graph, conv: Layer, weights: ConstTensor, bias: ConstTensor 
     graph.replace_uses(last.out(), fc.out())
     graph.remove([last] if last is conv else [last, conv])
     graph.rename(fc, conv.name)
+    src = fc.inputs[0].layer  # (a 19.02 NHWC input's Permute to NCHW: the FC reads the same bytes)
+    if src.type == LayerType.Permute and _unit_permute(src) and single_consumer(graph, src):
+        bypass(graph, src)
     for layer in found:  # producers first: each sees its input's new [N, O] shape
         x = layer.inputs[0].info
         if layer.type == LayerType.Activation:
