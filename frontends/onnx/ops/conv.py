@@ -110,7 +110,8 @@ def _conv_operands(x, w, bias, nd, groups, transposed=False):
     return w
 
 
-@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "Convolution3d", "BatchNormalization", "BatchToSpaceNd", "SpaceToBatchNd", "Reshape"),
+@register("Conv", since=1, layers=("Convolution2d", "DepthwiseConvolution2d", "Addition", "Convolution3d", "BatchNormalization", "BatchToSpaceNd", "SpaceToBatchNd", "Reshape",
+                          "FullyConnected"),  # (passes/conv_fc.py: a window covering its whole input)
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv(ctx, node):
     if _is_3d(ctx, node):
