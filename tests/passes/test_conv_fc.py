@@ -189,6 +189,16 @@ def test_onnx_conv_flatten_gemm(hw, bias, armnn_release_runner, tmp_path, monkey
         _matches_source(src, new, armnn_release_runner)
 
 
+def test_19_02_bias_kept_as_batchnorm(armnn_release_runner, tmp_path, monkeypatch):
+    """--conv-bias batchnorm: the scale-1 BatchNormalization computes 1 * x + beta, bit for bit
+    the FullyConnected's x + bias."""
+    src = _onnx_model(tmp_path / "m.onnx", 3, "gemm")
+    new, types, old, old_types = _pair(src, tmp_path, "19.02", monkeypatch, extra=("--conv-bias", "batchnorm"))
+    assert old_types[L.BatchNormalization] == 1 and types[L.BatchNormalization] == types[L.Convolution2d] == 0
+    _bit_identical(armnn_release_runner, new, old)
+    _matches_source(src, new, armnn_release_runner)
+
+
 @pytest.mark.parametrize("tail, hw, extra", [("mul", 1, ()), ("output", 1, ()), ("gemm", 3, ("--layout", "nhwc"))],
                          ids=["se_multiplication", "graph_output", "nhwc_3x3"])
 def test_conv_stays(tail, hw, extra, armnn_release_runner, tmp_path, monkeypatch):
