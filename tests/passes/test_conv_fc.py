@@ -70,8 +70,9 @@ def _bit_identical(runner, new, old):
 
 
 def _matches_source(src, new, runner, lsb=1.0):
-    result = verify(src, str(new), tolerance=Tolerance(atol=1e-4, lsb=lsb), armnn_runtime=runner.path)
-    assert result.ok, result.format()
+    for runtime in (runner.path, None):  # the release's CpuRef, then the numpy executor
+        result = verify(src, str(new), tolerance=Tolerance(atol=1e-4, lsb=lsb), armnn_runtime=runtime)
+        assert result.ok, result.format()
 
 
 # -- TFLite: CONV_2D 1x1 on [N, 1, 1, C] -> RESHAPE [N, O] -----------------------------------------
