@@ -44,7 +44,7 @@ def _same_quant(info, quant, requant: bool) -> bool:
 
 def view4(shape, axes, layout: DataLayout):
     """The 4-D channels-first view (N, C and the kept spatial extent, the reduced extent but the last
-    axis, the last axis) of a 3-D or 5-D-and-up tensor whose mean is over a trailing run of its
+    axis, the last axis) of a 3-D or 5-D tensor whose mean is over a trailing run of its
     spatial axes (from axis 2); None for other shapes and axes."""
     rank, axes = len(shape), sorted(axes)
     if layout != DataLayout.NCHW or rank < 3 or rank == 4 or not axes or axes[0] < 2 or \
