@@ -40,7 +40,7 @@ def mean_half_even(nb, x, axes, name: str):
     up and half down (Means of the bytes read with zero point 0 and 255), differ by one at a
     tie, where the result is d + (u - d) * [d - zero point is odd]; the parity of d is
     ceil(d/2) - floor(d/2), with ceil(d/2) a Linear(0.5) (half away from 0) and floor(d/2) =
-    d - ceil(d/2)."""
+    d - ceil(d/2). From 23.08 the two means are Average Pooling2ds (_mean)."""
     zp, one = x.info.offset, (1.0, 0)
     swap = list(range(x.info.rank))  # the second relabeling swaps the last two (averaged) axes
     swap[-2:] = swap[-1], swap[-2]

@@ -36,19 +36,19 @@ def _need_runner():
         pytest.skip(f"no Arm NN 23.08 runner at {RUNNER}")
 
 
-def _convert(src, out, target="23.08"):
-    assert cli.main([str(src), "-o", str(out), "-q", "--target", target]) == 0
+def _convert(src, out, target="23.08", *extra):
+    assert cli.main([str(src), "-o", str(out), "-q", "--target", target, *extra]) == 0
     return read(out.read_bytes())
 
 
-def _mean_form(src, out, monkeypatch):
+def _mean_form(src, out, monkeypatch, *extra):
     """The file this model gave before: the same conversion with the pool recipe switched off."""
     from armnn_import.lowering import qround
     from armnn_import_frontends.onnx.ops import qpool
     with monkeypatch.context() as m:
         for mod in (qpool, qround):
             m.setattr(mod, "mean_as_pool", lambda *a, **k: None)
-        g = _convert(src, out)
+        g = _convert(src, out, "23.08", *extra)
     assert any(l.type == LayerType.Mean for l in g.layers)
     return out
 
@@ -146,3 +146,19 @@ def test_20_08_keeps_the_mean(tmp_path):
     for target in ("19.02", "20.08"):
         types = [l.type for l in _convert(src, tmp_path / f"{target}.armnn", target).layers]
         assert LayerType.Mean in types and LayerType.Pooling2d not in types
+
+
+def test_dequantized_gap_pools_too(tmp_path, monkeypatch):
+    """Under --dequantize the QLinearGlobalAveragePool is a float mean: the float pool, bit for bit
+    the Mean it was, and onnxruntime's levels within one step of the output's quantization."""
+    src, out = tmp_path / "m.onnx", tmp_path / "m.armnn"
+    onnx.save(_qlinear_gap([1, 16, 7, 5], [1, 16, 1, 1], 0.05, 3, 0.02, 100), src)
+    g = _convert(src, out, "23.08", "--dequantize")
+    assert LayerType.Mean not in [l.type for l in g.layers] and any(l.type == LayerType.Pooling2d for l in g.layers)
+    _need_runner()
+    x = np.random.default_rng(7).uniform(-1, 6, [1, 16, 7, 5]).astype(np.float32)
+    ours = run_armnn(out, [x], runner=RUNNER)[0]
+    theirs = run_armnn(_mean_form(src, tmp_path / "mean.armnn", monkeypatch, "--dequantize"), [x], runner=RUNNER)[0]
+    assert ours.tobytes() == theirs.tobytes()
+    check = verify(str(src), str(out), inputs=[x], tolerance=Tolerance(atol=0.02 * 1.001, rtol=0), armnn_runtime=RUNNER)
+    assert check.ok, check.format()
