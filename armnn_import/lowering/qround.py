@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.types import LayerType, TensorInfo
+from ..ir.types import DataLayout, LayerType, TensorInfo
+from .pooling import mean_as_pool
 
 
 def relabel(nb, x, quant: tuple[float, int], name: str, perm=None):
@@ -25,6 +26,13 @@ def relabel(nb, x, quant: tuple[float, int], name: str, perm=None):
                                       *quant)])
 
 
+def _mean(nb, x, axes, name: str, quant):
+    """A kept mean: from 23.08 an Average Pooling2d (the same float sum, quotient and encoding as
+    the Mean on its CpuRef: lowering/pooling.py), else a Mean."""
+    y = mean_as_pool(nb, x, axes, True, name, layout=DataLayout.NCHW, quant=quant, requant=True)
+    return y if y is not None else nb.mean(x, axes, True, name, quant=quant)
+
+
 def mean_half_even(nb, x, axes, name: str):
     """The mean over `axes` (kept) of a QuantisedAsymm8 tensor into its own quantization,
     rounded half to even from the zero point as onnxruntime rounds (Arm NN's Mean rounds half
@@ -32,13 +40,13 @@ def mean_half_even(nb, x, axes, name: str):
     up and half down (Means of the bytes read with zero point 0 and 255), differ by one at a
     tie, where the result is d + (u - d) * [d - zero point is odd]; the parity of d is
     ceil(d/2) - floor(d/2), with ceil(d/2) a Linear(0.5) (half away from 0) and floor(d/2) =
-    d - ceil(d/2)."""
+    d - ceil(d/2). From 23.08 the two means are Average Pooling2ds (_mean)."""
     zp, one = x.info.offset, (1.0, 0)
     swap = list(range(x.info.rank))  # the second relabeling swaps the last two (averaged) axes
     swap[-2:] = swap[-1], swap[-2]
-    u = nb.mean(relabel(nb, x, one, f"{name}_raw"), axes, True, f"{name}_up", quant=one)
-    d = relabel(nb, nb.mean(relabel(nb, x, (1.0, 255), f"{name}_raw255", swap), axes, True, f"{name}_down",
-                            quant=(1.0, 255)), one, f"{name}_down_raw")
+    u = _mean(nb, relabel(nb, x, one, f"{name}_raw"), axes, f"{name}_up", one)
+    d = relabel(nb, _mean(nb, relabel(nb, x, (1.0, 255), f"{name}_raw255", swap), axes, f"{name}_down",
+                          (1.0, 255)), one, f"{name}_down_raw")
     c = nb.linear(d, 0.5, 0.0, f"{name}_ceil_half", quant=one)
     f = nb.binary(LayerType.Subtraction, d, c, f"{name}_floor_half", quant=one)
     odd = nb.binary(LayerType.Subtraction, c, f, f"{name}_odd", quant=one)

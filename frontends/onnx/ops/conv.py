@@ -261,12 +261,12 @@ def _spatial_axes(ctx, x, node):
     return list(range(2, rank))
 
 
-@register("GlobalAveragePool", since=1, layers=("Mean", "Pooling2d"),
-          notes="from --target 23.08, of a 4-D tensor: an Average Pooling2d")
+@register("GlobalAveragePool", since=1, layers=("Mean", "Pooling2d", "Reshape"),
+          notes="from --target 23.08: an Average Pooling2d (3-D and 5-D through a 4-D view)")
 def global_average_pool(ctx, node):
     x = ctx.port(node, 0)
     axes = _spatial_axes(ctx, x, node)
-    # 4-D from 23.08: the pool over the whole map, bit-identical to Mean and far cheaper there
+    # from 23.08 the pool over the whole map (3-D/5-D: a 4-D view), bit-identical to Mean and far cheaper
     y = mean_as_pool(ctx.b, x, axes, True, ctx.name(node), layout=DataLayout.NCHW)
     return y if y is not None else mean(ctx, x, axes, ctx.name(node))
 

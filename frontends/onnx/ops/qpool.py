@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.graph import Port
-from armnn_import.ir.types import PoolingAlgorithm
+from armnn_import.ir.types import DataLayout, PoolingAlgorithm
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.pooling import mean_as_pool
 from armnn_import.lowering.qround import mean_half_even
 
 from ..quant import DEQUANTIZE_HINT, qdq
@@ -26,8 +27,10 @@ def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
     if rank < 3:
         raise Unsupported(f"a {rank}-D input (global pooling needs N, C and spatial axes)")
     axes = list(range(1, rank - 1)) if channels_last else list(range(2, rank))
+    layout = DataLayout.NHWC if channels_last else DataLayout.NCHW
     if yq is None:
-        return mean(ctx, x, axes, ctx.name(node))
+        y = mean_as_pool(ctx.b, x, axes, True, ctx.name(node), layout=layout)
+        return y if y is not None else mean(ctx, x, axes, ctx.name(node))
     if rank > 4:
         raise Unsupported("global pooling of a quantized tensor of more than 4 dimensions")
     count = int(np.prod([x.info.shape[a] for a in axes]))
@@ -35,11 +38,13 @@ def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
             list(axes) == [rank - 2, rank - 1]:
         # an even count makes ties, which onnxruntime rounds to even, Arm NN away from the zero point
         return mean_half_even(ctx.b, x, axes, ctx.name(node))
-    return ctx.b.mean(x, axes, True, ctx.name(node), quant=yq)
+    # from 23.08 an Average Pooling2d: the same float sum and quotient as the Mean, encoded alike
+    y = mean_as_pool(ctx.b, x, axes, True, ctx.name(node), layout=layout, quant=yq, requant=True)
+    return y if y is not None else ctx.b.mean(x, axes, True, ctx.name(node), quant=yq)
 
 
 @register("QLinearGlobalAveragePool", since=1, layers=("Mean", "Activation", "Addition", "Multiplication",
-                  "Permute", "Subtraction"), check=needs_const(1, 2, 3, 4),
+                  "Permute", "Subtraction", "Pooling2d", "Reshape"), check=needs_const(1, 2, 3, 4),
           notes="com.microsoft; channels_last too")
 def qlinear_global_average_pool(ctx, node):
     x = _qport(ctx, node, 0, 1, 2)
@@ -50,7 +55,7 @@ def qlinear_global_average_pool(ctx, node):
 
 
 @qdq("GlobalAveragePool", layers=("Mean", "Activation", "Addition", "Multiplication", "Permute",
-                                  "Subtraction"))
+                                  "Subtraction", "Pooling2d", "Reshape"))
 def qdq_global_average_pool(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     return _gap(ctx, node, x, ctx.quant.out_quant(node, keep=x))

@@ -61,8 +61,9 @@ def _mean_based(pre, scale_by_count, post):
         axes, keep = _axes(ctx, node, len(shape))
         if axes is None:
             return ctx.b.linear(x, 1.0, 0.0, n)
-        if pre is None and post is None and not scale_by_count and len(shape) == 4:
-            # a mean over H and/or W (23.08 on): an Average Pooling2d, exact and far cheaper
+        if pre is None and post is None and not scale_by_count:
+            # a mean over H and/or W, or trailing spatial axes of 3-D/5-D (23.08 on): an Average
+            # Pooling2d, exact and far cheaper
             y = mean_as_pool(ctx.b, x, axes, keep, n, layout=DataLayout.NCHW)
             if y is not None:
                 return y
@@ -89,7 +90,7 @@ def _mean_based(pre, scale_by_count, post):
 _AXES = needs_const(1, what="axes")
 _R = "Reduce"  # (from --target 23.08)
 register("ReduceMean", since=1, layers=("Mean", _R, "Pooling2d", "Reshape"), check=_AXES,
-         notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d")(_mean_based(None, False, None))
+         notes="from --target 23.08, over H and/or W of a 4-D tensor or trailing spatial axes: an Average Pooling2d")(_mean_based(None, False, None))
 register("ReduceSum", since=1, layers=("Mean", "Activation", _R, "Reshape"), check=_AXES)(_mean_based(None, True, None))
 register("ReduceSumSquare", since=1, layers=("Activation", "Mean", _R, "Reshape"), check=_AXES)(
     _mean_based(AF.Square, True, None))
