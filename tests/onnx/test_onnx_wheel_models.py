@@ -10,9 +10,10 @@ files on 20.08 and 23.08, 23.08 files on 23.08):
 CpuRef seconds per inference, measured on this 2-core machine shared at load 5-6 (20.08 / 23.08
 runtime): SqueezeNet 9-37, ShuffleNet 8-13, AlexNet 5-22, ZFNet-512 16-74, Inception v1 35-83,
 Inception v2 41-94, DenseNet-121 42-93, ResNet-50 59-250, VGG-19 224-730. SqueezeNet and ShuffleNet
-(5 MB files) are in the default run (21 tests, 82 s of CPU); the seven others write 28-575 MB files
-and take 2 min (AlexNet) to an hour (VGG-19) each at that load, so they are in the long tier: marked ``slow`` and run only with
-``-m slow`` or ARMNN_IMPORT_LONG=1 (CI's default run skips them, saying so).
+(5 MB files) are in the default run (21 tests, 82 s of CPU); the seven others write 28-575 MB
+files and take 2 min (AlexNet) to an hour (VGG-19) each at that load, so they are in the long
+tier: marked ``slow`` and run only with ``-m slow`` or ARMNN_IMPORT_LONG=1 (CI's default run skips
+them, saying so).
 """
 from __future__ import annotations
 
