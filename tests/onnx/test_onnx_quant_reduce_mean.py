@@ -96,3 +96,20 @@ def test_quantized_mean_over_other_axes_refused_with_hint(tmp_path):
         armnn_import.convert(src)
     (p,) = err.value.problems
     assert p.op == "ReduceMean" and "only over H and W" in p.reason and "--dequantize" in p.hint
+
+
+@pytest.mark.parametrize("target, release", [("20.08", "20.08"), ("23.08", "23.08")])
+def test_verify_counts_float_io_quantized_output_in_steps(armnn_runner_for, tmp_path, capsys, target, release):
+    """From 20.08 on a quantized model keeps float outputs (a Dequantize at the edge); its values
+    are on the output quantization's grid, as onnxruntime's, so `verify` counts the error in that
+    grid's steps (--lsb) as it does for the same model's uint8 output under 19.02, rather than a
+    float tolerance that one step fails (torchvision EfficientNet-B0 QDQ: off by 1 step, 0.0058)."""
+    qmodel = quantize(conv_mean(0), tmp_path, "QDQ", "s8")
+    dst, report = cli_convert(tmp_path, qmodel, target)
+    assert report["outputs"][0]["dtype"] == "Float32"
+    capsys.readouterr()
+    rc = cli.main(["verify", str(tmp_path / "q.onnx"), str(dst), "--armnn-runtime", armnn_runner_for(release).path])
+    row = next(line.split() for line in capsys.readouterr().out.splitlines() if line.startswith("y "))
+    assert rc == 0 and row[-1] == "ok"
+    step = output_step(qmodel)
+    assert row[-2] != "-" and float(row[-2]) == pytest.approx(float(row[2]) / step, abs=1e-3)
