@@ -22,7 +22,7 @@ import numpy as np
 from .errors import ArmnnImportError
 from .ir.axes import TO_NCHW, TO_NHWC
 from .ir.graph import Graph
-from .ir.types import DataType, TensorInfo
+from .ir.types import DataType, LayerType, TensorInfo
 from .verify_compare import Comparison, Tolerance, apply_way, compare, real_values, reshapings
 from .verify_source import IoSpec, MissingRuntimeError, VerifyError, model_bytes  # noqa: F401 (the API's errors)
 
@@ -351,8 +351,18 @@ def _compare_outputs(specs: list[IoSpec], out_layers, ref, got, out_perm: dict, 
                               f"{_dims(g.shape)}")
         if layer.name in out_perm:
             ways = ways[:1]  # the report says which layout the output has
-        comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways))
+        comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways, _dequantized_step(layer.inputs[0])))
     return comps
+
+
+def _dequantized_step(port) -> float | None:
+    """The scale of the quantized tensor that a Dequantize layer made this float output of (a
+    quantized model with float I/O, 20.08 on): the source's float output is on that grid too, so
+    its error counts in steps (--lsb), as the same model's quantized output does under 19.02."""
+    src = port.layer
+    if src.type == LayerType.Dequantize and src.inputs and src.inputs[0].info.dtype.is_quantized:
+        return float(src.inputs[0].info.scale)
+    return None
 
 
 def _report_dict(report) -> dict | None:

@@ -73,10 +73,12 @@ def armnn_quant(info: TensorInfo):
 
 # -- comparing --------------------------------------------------------------------------
 
-def compare(name: str, ref, ref_quant, got, got_info: TensorInfo, tol: Tolerance, ways=(None,)) -> Comparison:
+def compare(name: str, ref, ref_quant, got, got_info: TensorInfo, tol: Tolerance, ways=(None,),
+            float_step: float | None = None) -> Comparison:
     """Compare the .armnn tensor `got` with the source's `ref` in real values,
-    under each of `ways` to match their shapes; the closest match counts."""
-    step = got_info.scale if got_info.dtype.is_quantized else (ref_quant[0] if ref_quant else None)
+    under each of `ways` to match their shapes; the closest match counts. `float_step`: the
+    quantization step of a float output that a Dequantize wrote (its error counts in steps)."""
+    step = got_info.scale if got_info.dtype.is_quantized else (ref_quant[0] if ref_quant else float_step)
     best = None
     for way in ways:
         g = real_values(apply_way(np.asarray(got), inverse(way), np.shape(ref)), armnn_quant(got_info))

@@ -37,8 +37,8 @@ from reference_io import save_npz, onnx_value_info as value_info  # noqa: E402 -
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "test_models" / "onnx"
 OUT = ROOT / "test_models" / "onnx_quant"
-MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small", "mobilenetv2_like", "qops_mix")
-BUILT_HERE = {"mobilenetv2_like", "qops_mix"}  # float model built here (torch), in test_models/onnx_quant/float/
+MODELS = ("resnet_small", "mobilenetv2_small", "squeezenet_small", "mobilenetv2_like", "qops_mix", "shufflenet_like")
+BUILT_HERE = {"mobilenetv2_like", "qops_mix", "shufflenet_like"}  # float model built here (torch), in test_models/onnx_quant/float/
 #: quantize_static options of one model: qops_mix keeps its Relu and Clip as operators of their own
 #: (in QDQ, onnxruntime otherwise folds an activation into the quantization range before it)
 EXTRA = {"qops_mix": {"extra_options": {"QDQKeepRemovableActivations": True}}}
@@ -173,6 +173,53 @@ def build_qops_mix(out_dir: Path, tmp: Path, seed: int) -> dict:
     return export_float(randomize(QOpsMix(), seed), (1, 3, 12, 12), "qops_mix", out_dir, tmp, seed)
 
 
+def build_shufflenet_like(out_dir: Path, tmp: Path, seed: int) -> dict:
+    """torchvision's ShuffleNetV2 in miniature (its InvertedResidual units, stride 2 and 1 with the
+    split, channel shuffle and Concat), ending as torchvision does in x.mean([2, 3]): a ReduceMean
+    over H and W that onnxruntime quantizes (QDQ and QOperator) before the classifier."""
+    import torch
+    from gen_onnx_models import randomize
+    from torch import nn
+
+    def shuffle(x, groups=2):
+        n, c, h, w = x.shape
+        return x.view(n, groups, c // groups, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+    def branch(cin, cout, stride):
+        return nn.Sequential(nn.Conv2d(cin, cin, 1), nn.BatchNorm2d(cin), nn.ReLU(),
+                             nn.Conv2d(cin, cin, 3, stride, 1, groups=cin), nn.BatchNorm2d(cin),
+                             nn.Conv2d(cin, cout, 1), nn.BatchNorm2d(cout), nn.ReLU())
+
+    class Unit(nn.Module):
+        def __init__(self, c, stride):
+            super().__init__()
+            self.stride = stride
+            self.b1 = nn.Sequential(nn.Conv2d(c, c, 3, 2, 1, groups=c), nn.BatchNorm2d(c), nn.Conv2d(c, c, 1),
+                                    nn.ReLU()) if stride == 2 else None
+            self.b2 = branch(c if stride == 2 else c // 2, c if stride == 2 else c // 2, stride)
+
+        def forward(self, x):
+            if self.stride == 1:
+                a, b = x.chunk(2, dim=1)
+                return shuffle(torch.cat((a, self.b2(b)), 1))
+            return shuffle(torch.cat((self.b1(x), self.b2(x)), 1))
+
+    class ShuffleNetLike(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 12, 3, 2, 1), nn.BatchNorm2d(12), nn.ReLU(), nn.MaxPool2d(3, 2, 1))
+            self.units = nn.Sequential(Unit(12, 2), Unit(24, 1))
+            self.conv5 = nn.Sequential(nn.Conv2d(24, 32, 1), nn.BatchNorm2d(32), nn.ReLU())
+            self.fc = nn.Linear(32, 10)
+
+        def forward(self, x):
+            return self.fc(self.conv5(self.units(self.stem(x))).mean([2, 3]))
+
+    torch.manual_seed(seed)
+    return export_float(randomize(ShuffleNetLike(), seed).eval(), (1, 3, 32, 32), "shufflenet_like", out_dir, tmp,
+                        seed)
+
+
 def generate(name, variant, out_dir, seed, built=None):
     if name in BUILT_HERE:
         src_entry, src_dir = built, built["model_dir"]
@@ -217,7 +264,8 @@ def main():
         if args.only and name not in args.only:
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            build = {"mobilenetv2_like": build_mobilenetv2_like, "qops_mix": build_qops_mix}.get(name)
+            build = {"mobilenetv2_like": build_mobilenetv2_like, "qops_mix": build_qops_mix,
+                     "shufflenet_like": build_shufflenet_like}.get(name)
             built = build(args.out / "float", Path(tmp), seed) if build else None
             for variant in VARIANTS:
                 start = time.perf_counter()

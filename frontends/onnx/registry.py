@@ -22,8 +22,8 @@ REGISTRY.refuse("Softplus",
                        "as Sigmoid, and the early layer set has no logarithm")
 REGISTRY.refuse("ReduceLogSumExp", reason="needs a logarithm, which Arm NN's early layer set lacks")
 REGISTRY.refuse("Erf",
-                reason="no error function in Arm NN's early "
-                       "layer set (Gelu with approximate='tanh' is supported)")
+                reason="no error function in any Arm NN release written (19.02, 20.08, 23.08); "
+                       "Gelu with approximate='tanh' is supported")
 REGISTRY.refuse("Cos", "Tan", reason="no trigonometric functions in Arm NN's early layer set")
 REGISTRY.refuse("Round", reason="round-half-to-even has no exact lowering (Floor exists, but ties differ)")
 REGISTRY.refuse("TopK", reason="no sorting in Arm NN's early layer set")

@@ -16,8 +16,38 @@ BINARY = {"Add": L.Addition, "Sub": L.Subtraction, "Mul": L.Multiplication, "Div
 
 def _binary_op(ltype):
     def convert(ctx, node):
-        return binary(ctx, ltype, ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
+        a, b = ctx.val(node, 0), ctx.val(node, 1)
+        if ltype == L.Multiplication and (y := _hard_swish(ctx, a, b, ctx.name(node))) is not None:
+            return y
+        return binary(ctx, ltype, a, b, ctx.name(node))
     return convert
+
+
+def _hard_sigmoid_of(p) -> Port | None:
+    """x when p is HardSigmoid(x, alpha=1/6, beta=1/2) as hard_sigmoid (activation.py) lowers it:
+    BoundedReLu(1, 0) of Linear(1/6, 1/2)."""
+    if not isinstance(p, Port) or p.layer.type != L.Activation or p.layer.desc.function != AF.BoundedReLu or \
+            (p.layer.desc.a, p.layer.desc.b) != (1.0, 0.0):
+        return None
+    lin = p.layer.inputs[0].layer
+    if lin.type != L.Activation or lin.desc.function != AF.Linear or lin.desc.b != 0.5 or \
+            np.float32(lin.desc.a) != np.float32(1.0 / 6.0):
+        return None
+    return lin.inputs[0]
+
+
+def _hard_swish(ctx, a, b, name: str) -> Port | None:
+    """x * HardSigmoid(x) (torch's hardswish exported before opset 14, where ONNX's HardSwish is
+    defined as exactly this product) as one HardSwish Activation where the target has it, as the
+    HardSwish operator is; the HardSigmoid's layers go if nothing else reads them."""
+    if not ctx.b.g.target.has(AF.HardSwish) or not isinstance(a, Port) or not isinstance(b, Port) or \
+            a.info.dtype.is_quantized or a.info != b.info:
+        return None
+    for x, h in ((a, b), (b, a)):
+        if _hard_sigmoid_of(h) == x:
+            ctx.report.decomposition("x * HardSigmoid(x)", "one HardSwish Activation (ONNX's HardSwish)")
+            return ctx.b.activation(x, AF.HardSwish, name)
+    return None
 
 
 # a constant operand folds into a Linear/BoundedReLu Activation or a per-channel BatchNormalization,

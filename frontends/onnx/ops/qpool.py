@@ -10,7 +10,7 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.pooling import mean_as_pool
 from armnn_import.lowering.qround import mean_half_even
 
-from ..quant import DEQUANTIZE_HINT, qdq
+from ..quant import DEQUANTIZE_HINT, MOVES, qdq
 from ..registry import all_checks, needs_const, register
 from .common import mean, norm_axes
 from .conv import back as _back
@@ -20,6 +20,7 @@ from .conv import pool_geometry as _pool_geometry
 from .conv import spatial_rank_check as _spatial_rank_check
 from .conv import to_4d as _to_4d
 from .qlinear import params as _params, qoperand as _qoperand, qport as _qport, saturate as _saturate
+from .reduce import reduce_axes as _reduce_axes
 
 
 def _gap(ctx, node, x: Port, yq, channels_last=False) -> Port:
@@ -59,6 +60,35 @@ def qlinear_global_average_pool(ctx, node):
 def qdq_global_average_pool(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     return _gap(ctx, node, x, ctx.quant.out_quant(node, keep=x))
+
+
+@qdq("ReduceMean", layers=("Mean", "Activation", "Addition", "Multiplication", "Permute", "Subtraction",
+                           "Reshape"), notes="quantized inputs (QDQ): over H and W of a 4-D tensor, a global average pool")
+def qdq_reduce_mean(ctx, node):
+    """x.mean((2, 3)) as torch exports it (shufflenet, mnasnet): the global average pool's lowering,
+    then the kept dimensions dropped when keepdims=0."""
+    x = ctx.port(node, 0, dtypes=None)
+    axes, keep = _reduce_axes(ctx, node, x.info.rank)
+    if axes is None:
+        return x
+    if x.info.rank != 4 or axes != [2, 3]:
+        raise Unsupported(f"a quantized ReduceMean over axes {axes} of a {x.info.rank}-D tensor (only over H "
+                          "and W of a 4-D tensor, as a global average pool)", DEQUANTIZE_HINT)
+    y = _gap(ctx, node, x, _quant_after_moves(ctx, node) or ctx.quant.out_quant(node, keep=x))
+    return y if keep else ctx.to_shape(y, tuple(x.info.shape[:2]), ctx.name(node))
+
+
+def _quant_after_moves(ctx, node):
+    """The QuantizeLinear's parameters after the mean, looking through a chain of single-use
+    moves (QOperator models: DequantizeLinear -> ReduceMean -> Flatten -> QuantizeLinear -> QGemm):
+    the mean rounds once, into them, as onnxruntime's float mean and QuantizeLinear do."""
+    tensor = node.outputs[0]
+    while (q := ctx.quant.after(tensor)) is None:
+        users = ctx.quant.consumers.get(tensor, [])
+        if len(users) != 1 or users[0].op_type not in MOVES or len(users[0].output) != 1:
+            return None
+        tensor = users[0].output[0]
+    return q
 
 
 def _pool(ctx, node, x: Port, algo, yq) -> Port:

@@ -36,6 +36,11 @@ def _axes(ctx, node, rank):
     return sorted(norm_axes(axes, rank)), keep
 
 
+def reduce_axes(ctx, node, rank):
+    """(axes, keepdims) of a reduction node, for the quantized ReduceMean (qpool.py)."""
+    return _axes(ctx, node, rank)
+
+
 def _out_shape(shape, axes, keep):
     return tuple(1 if i in axes else d for i, d in enumerate(shape)) if keep else \
         tuple(d for i, d in enumerate(shape) if i not in axes)
