@@ -219,11 +219,12 @@ def _pointwise_fc(nb, x, w_oihw, w_quant, bias, out_q, name, strides):
     return nb.permute(nb.reshape(y, (n, h, w, cout), f"{name}_nhwc"), (0, 3, 1, 2), f"{name}_to_nchw")
 
 
-def _bias_taps(bias, x, w_quant, taps: int, max_planes: int):
+def _bias_taps(bias, x, w_quant, taps: int, max_planes: int, warn):
     """How a constant input of m levels (q = offset + m) read by weights can add the bias:
     (m, the weights' levels above their zero point [cout, planes * taps], planes), or None.
     The smallest |m| is taken (m = 1 reproduces an int32 bias exactly) whose weight sums
-    fit in at most max_planes planes of `taps` weights."""
+    fit in at most max_planes planes of `taps` weights; warn(|m|, units off, real error) is
+    told when |m| > 1."""
     ws, wz = w_quant
     xs, xoff = x.info.scale, x.info.offset
     up, down = 255 - wz, wz  # what one weight can add above / below its zero point
@@ -235,11 +236,30 @@ def _bias_taps(bias, x, w_quant, taps: int, max_planes: int):
         planes = max(-(-hi // (taps * up)) if up else (huge if hi else 0),
                      -(-lo // (taps * down)) if down else (huge if lo else 0), 1)
         if planes <= max_planes:
+            if abs(m) > 1:  # the bias is added in steps of |m| int32 units: say so (never silently)
+                off = np.abs(ideal - m * t)  # per output channel, in int32 units (ws may be per channel)
+                real = float((off * np.float64(np.float32(xs)) * np.float64(np.float32(ws))).max(initial=0.0))
+                warn(abs(m), float(off.max(initial=0.0)), real)
             slot = np.arange(planes * taps)[None, :]
             levels = np.where(t[:, None] >= 0, np.clip(t[:, None] - up * slot, 0, up),
                               -np.clip(-t[:, None] - down * slot, 0, down))
             return m, levels, planes
     return None
+
+
+COARSE_BIAS = "quantized convolution biases added in steps"
+
+
+def _coarse_bias(report, layer: str, step: int, units: float, real: float) -> None:
+    """Record a bias added in steps of `step` int32 units; one warning names the worst case."""
+    report.quantization.append({"layer": layer, "tensor": "bias", "step": step, "units_off": units,
+                                "real_error": real, "decision": f"bias added in steps of {step} int32 units"})
+    rows = [q for q in report.quantization if q.get("tensor") == "bias" and "step" in q]
+    worst = max(rows, key=lambda q: q["real_error"])
+    report.warnings[:] = [w for w in report.warnings if not w.startswith(COARSE_BIAS)]
+    report.warn(f"{COARSE_BIAS}: {len(rows)} convolution(s) in this format add their int32 bias in steps of up to "
+                f"{max(q['step'] for q in rows)} units, off by up to {worst['real_error']:.3g} in real terms "
+                f"(worst: {worst['layer']}); --target 20.08 adds every bias exactly")
 
 
 def _explicit_pad(nb, x, pads, name):
@@ -257,7 +277,7 @@ def _explicit_pad(nb, x, pads, name):
 def _bias_channel_conv(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pads):
     cout, cin, kh, kw = w_oihw.shape
     xoff = x.info.offset
-    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES)
+    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES, lambda *e: _coarse_bias(nb.report, name, *e))
     if found is None:
         return None
     m, levels, planes = found
@@ -283,7 +303,7 @@ def _bias_rows_depthwise(nb, x, w_oihw, w_quant, bias, out_q, name, strides, pad
     cout, _, kh, kw = w_oihw.shape
     # the constant rows come from a Pad (raw 0, real -offset) plus m + offset levels (see below)
     xoff = x.info.offset
-    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4)
+    found = _bias_taps(bias, x, w_quant, kh * kw, MAX_BIAS_PLANES // 4, lambda *e: _coarse_bias(nb.report, name, *e))
     if found is None:
         return None
     m, levels, planes = found
