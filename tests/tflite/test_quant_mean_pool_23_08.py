@@ -92,8 +92,9 @@ def test_reference_model_pools_bit_identically(model_id, tmp_path, monkeypatch):
             .astype(x.dtype) if x.dtype.kind in "iu" else np.random.default_rng(3).uniform(-1, 1, x.shape).astype(x.dtype))
     for data in (x, rand):
         _same_bits(new, old, [data])
+    # judged as tests/test_targets.py judges every reference model: verify's seeded inputs
     tol = Tolerance(atol=HYBRID_KERNEL_ATOL.get(model_id, 1e-4), lsb=RICH_NETWORK_LSB.get(model_id, 1))
-    checks = [verify(str(path), str(f), inputs=[x], tolerance=tol, armnn_runtime=RUNNER) for f in (new, old)]
+    checks = [verify(str(path), str(f), tolerance=tol, armnn_runtime=RUNNER) for f in (new, old)]
     assert checks[0].ok, checks[0].format()
     assert _levels(checks[0]) <= _levels(checks[1])
 
