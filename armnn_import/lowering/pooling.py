@@ -33,7 +33,7 @@ def spatial_axes(layout: DataLayout) -> tuple[int, int]:
 
 def _same_quant(info, quant, requant: bool) -> bool:
     """A quantized mean qualifies with a per-tensor input quantization, and, unless `requant`, only
-    with the input's own for the output (the TFLite frontend's first rule, kept so its files stay)."""
+    with the input's own for the output (the first rule; the quantized callers now pass requant=True)."""
     if not info.dtype.is_quantized:
         return True
     if requant:

@@ -34,7 +34,7 @@ CASES = {  # name: (axes, keep_dims, input shape, quantized)
 def _model(axes, keep, shape, quantized):
     mb = ModelBuilder()
     rng = np.random.default_rng(7)
-    if quantized:  # output in the input's quantization: the pooled form's case
+    if quantized:  # output in the input's quantization (requantizing MEANs: test_quant_mean_pool_23_08.py)
         x = mb.input("x", shape, np.int8, QX)
         data = rng.integers(-128, 128, shape).astype(np.int8)
         y = mb.op("MEAN", [x, mb.const("axes", np.array(axes, np.int32))], "ReducerOptions",

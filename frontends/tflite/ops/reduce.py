@@ -68,11 +68,13 @@ _R = "Reduce"  # (from --target 23.08)
 
 
 @REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R, "Pooling2d", "Reshape"),
-                   notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d")
+                   notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d (quantized: any output quantization)")
 def mean(ctx, op):
-    # over H and/or W (23.08 on): an Average Pooling2d, bit-identical and far cheaper (lowering/pooling.py)
+    # over H and/or W (23.08 on): an Average Pooling2d, bit-identical and far cheaper (lowering/pooling.py);
+    # quantized at any per-tensor output quantization (requant): 23.08's Reduce and Pooling2d both
+    # decode to float, sum in raster order, divide once and encode with the output's TensorInfo
     def spatial(ctx, x, axes, keep, name, q):
-        return mean_as_pool(ctx.b, x, axes, keep, name, layout=NHWC, quant=q)
+        return mean_as_pool(ctx.b, x, axes, keep, name, layout=NHWC, quant=q, requant=True)
     return _reduce(lambda ctx, op, x, axes, keep, name, q: ctx.b.mean(x, axes, keep, name, quant=q),
                    ReduceOperation.Mean, spatial)(ctx, op)
 
