@@ -8,16 +8,14 @@ per-channel weights: the converter's default) per application, with random seede
 (weights=None: nothing is downloaded) at a small input size the application allows, and
 <out>/keras_manifest.json listing each file, or why the converter refused it.
 """
-import argparse
 import json
 import os
 import re
 import time
-import zlib
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np  # noqa: E402
+from reference_io import seed_of, sweep_setup  # noqa: E402
 
 # application: input side (each application's own minimum where it is above 64 px)
 APPS = {
@@ -26,10 +24,6 @@ APPS = {
     "RegNetX002": 64, "ConvNeXtTiny": 64,
 }
 REP_SAMPLES = 4
-
-
-def seed_of(*parts):
-    return zlib.crc32("/".join(parts).encode())
 
 
 def build(tf, name, side):
@@ -54,16 +48,9 @@ def convert(tf, model, name, side, variant):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="/tmp/zoo/keras")
-    ap.add_argument("--only", help="regex of application names")
-    ap.add_argument("--variants", default="float32,int8")
-    args = ap.parse_args()
+    args, out, mpath, manifest = sweep_setup(__doc__, "/tmp/zoo/keras", "keras_manifest.json",
+                                             "regex of application names", [("--variants", "float32,int8")])
     import tensorflow as tf
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    mpath = out / "keras_manifest.json"
-    manifest = json.loads(mpath.read_text()) if mpath.exists() else {}
     for name, side in APPS.items():
         if args.only and not re.search(args.only, name):
             continue

@@ -6,20 +6,18 @@ Run with the generator venv (torch is never a dependency of the package):
 Writes <model>.op13.onnx and <model>.op17.onnx (TorchScript exporter, static shapes, batch 1)
 with random seeded weights (weights=None: nothing is downloaded), and <out>/tv_manifest.json.
 """
-import argparse
 import io
 import json
 import re
 import sys
 import types
-import zlib
-from pathlib import Path
 
 # torchvision's registry of fake kernels for its own C++ ops (nms, roi_align) fails to import
 # when its extension does not load (a CUDA build beside a CPU torch); no classifier uses them.
 sys.modules.setdefault("torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations"))
 import torch  # noqa: E402
 import torchvision  # noqa: E402
+from reference_io import seed_of, sweep_setup  # noqa: E402
 
 # name: (input side, constructor keywords)
 MODELS = {
@@ -28,10 +26,6 @@ MODELS = {
     "mnasnet0_5": (64, {}), "googlenet": (64, {"aux_logits": False, "init_weights": True}),
     "densenet121": (64, {}), "vit_b_16": (224, {}), "swin_t": (64, {}),
 }
-
-
-def seed_of(*parts):
-    return zlib.crc32("/".join(parts).encode())
 
 
 def export(name, side, kw, opset):
@@ -50,14 +44,7 @@ def export(name, side, kw, opset):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="/tmp/zoo/tv")
-    ap.add_argument("--only", help="regex of model names")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    mpath = out / "tv_manifest.json"
-    manifest = json.loads(mpath.read_text()) if mpath.exists() else {}
+    args, out, mpath, manifest = sweep_setup(__doc__, "/tmp/zoo/tv", "tv_manifest.json", "regex of model names")
     for name, (side, kw) in MODELS.items():
         if args.only and not re.search(args.only, name):
             continue

@@ -68,3 +68,29 @@ def torch_export_checked(model, x, opset: int):
     got = run_ort(proto.SerializeToString(), {"input": x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     return proto, got
+
+
+def seed_of(*parts) -> int:
+    """A seed from names (crc32 of "a/b/c"), stable across runs and machines."""
+    import zlib
+
+    return zlib.crc32("/".join(parts).encode())
+
+
+def sweep_setup(doc: str, default_out: str, manifest_name: str, only_help: str, extra=()):
+    """The zoo sweeps' command line (--out, --only REGEX and `extra` (flag, default) pairs) and
+    their manifest: (args, out folder, manifest path, manifest so far)."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=default_out)
+    ap.add_argument("--only", help=only_help)
+    for flag, default in extra:
+        ap.add_argument(flag, default=default)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    mpath = out / manifest_name
+    return args, out, mpath, (json.loads(mpath.read_text()) if mpath.exists() else {})
