@@ -63,7 +63,7 @@ def qdq_global_average_pool(ctx, node):
 
 
 @qdq("ReduceMean", layers=("Mean", "Activation", "Addition", "Multiplication", "Permute", "Subtraction",
-                           "Reshape"), notes="quantized inputs (QDQ): over H and W of a 4-D tensor, a global average pool")
+                           "Pooling2d", "Reshape"), notes="quantized inputs (QDQ): over H and W of a 4-D tensor, a global average pool")
 def qdq_reduce_mean(ctx, node):
     """x.mean((2, 3)) as torch exports it (shufflenet, mnasnet): the global average pool's lowering,
     then the kept dimensions dropped when keepdims=0."""
