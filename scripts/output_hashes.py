@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Hash the default-target output of every reference model in test_models/.
+"""Hash the output of every reference model in test_models/, for one target.
 
-    python scripts/output_hashes.py > before.json
+    python scripts/output_hashes.py [--target 20.08] > before.json
     ... change the code ...
     python scripts/output_hashes.py --check before.json   # exit 1 and list what changed
 
@@ -25,16 +25,17 @@ def models():
         yield from sorted((ROOT / "test_models").rglob(f"*.{ext}"))
 
 
-def hash_one(path: Path) -> str:
+def hash_one(path: Path, target: str | None = None) -> str:
     import armnn_import
+    opts = {"target": target} if target else {}
     try:
-        result = armnn_import.convert(str(path))
+        result = armnn_import.convert(str(path), **opts)
     except armnn_import.ArmnnImportError as e:
         return "refused: " + str(e).splitlines()[0]
     api = hashlib.sha256(result.to_bytes()).hexdigest()
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "out.armnn"
-        armnn_import.convert(str(path)).save(out)
+        armnn_import.convert(str(path), **opts).save(out)
         saved = hashlib.sha256(out.read_bytes()).hexdigest()
     return api if api == saved else f"MISMATCH api={api} save={saved}"
 
@@ -42,8 +43,9 @@ def hash_one(path: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", metavar="BEFORE.json", help="compare with an earlier run")
+    ap.add_argument("--target", help="the release to write for (default: the default target)")
     args = ap.parse_args()
-    now = {str(p.relative_to(ROOT)): hash_one(p) for p in models()}
+    now = {str(p.relative_to(ROOT)): hash_one(p, args.target) for p in models()}
     if not args.check:
         json.dump(now, sys.stdout, indent=1, sort_keys=True)
         print()
