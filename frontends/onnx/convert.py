@@ -35,6 +35,7 @@ from armnn_import.lowering import NetBuilder, Unsupported
 from .analysis import analyse
 from .analysis_view import portable
 from .context import MAX_RANK, LoweringContext
+from .control import constant_condition, inline_if
 from .edges import add_inputs, add_outputs
 from .float16 import NOTE as FLOAT16_NOTE
 from .float16 import is_float16_model, to_float32
@@ -218,6 +219,8 @@ class Converter(LoweringContext):
         if not ports:
             fold_size_guard(node, values, self.inferred)
             return self._folded(node, fold(node, values, self.opset, node.implicit))
+        if op == "If" and constant_condition(self, node):
+            return inline_if(self, node)  # (its branches read run-time tensors: not folded)
         if op == "CastLike" and not isinstance(values[node.inputs[0]], Port):
             # only the type of input 1 matters; a run-time tensor here is float32, int32 or bool
             like = values[node.inputs[1]]

@@ -128,6 +128,8 @@ def _scan_node(conv, node, view, folds: bool):
         return Refusal(too_many, code="bad-model")
     if node.op in PASS_THROUGH or node.op in SHAPE_OPS or folds:
         return None
+    if node.op == "If" and node.inputs and node.inputs[0] and view.is_const(node, 0):
+        return None  # the branch it takes is checked and lowered in its place (control.py)
     if node.op == "CastLike" and node.inputs and view.is_const(node, 0):
         return None
     entry = conv.registry_entry(node.op, conv.opset)  # (REGISTRY.lookup, once per operator and opset)
