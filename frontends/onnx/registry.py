@@ -33,8 +33,10 @@ REGISTRY.refuse("ScatterND", "ScatterElements", reason="no scatter operation in 
 REGISTRY.refuse("GatherElements", reason="no per-element gather in Arm NN's early layer set")
 REGISTRY.refuse("GatherND", reason="no multi-dimensional gather in Arm NN's early layer set")
 REGISTRY.refuse("CumSum", reason="no cumulative sum in Arm NN's early layer set")
-REGISTRY.refuse("If", "Loop", "Scan",
-                reason="control flow is only folded when every input it reads is constant")
+REGISTRY.refuse("If", reason="its condition is computed at run time, and Arm NN has no control flow (an If "
+                             "whose condition folds to a constant, such as a shape test, is lowered as the "
+                             "branch it takes)")
+REGISTRY.refuse("Loop", "Scan", reason="control flow is only folded when every input it reads is constant")
 REGISTRY.refuse("Mod", reason="no modulo operation in Arm NN's early layer set")
 REGISTRY.refuse("BitShift", reason="no integer bit operations in Arm NN's early layer set")
 REGISTRY.refuse("Einsum", reason="no general tensor contraction in Arm NN's early layer set")
