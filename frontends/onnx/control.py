@@ -16,7 +16,7 @@ from armnn_import.ir.graph import Port
 from armnn_import.lowering import Unsupported
 
 from .nodes import Node, sparse_to_dense
-from .scan import ScanView, _scan_node
+from .scan import ScanView, scan_node
 
 
 def constant_condition(conv, node) -> bool:
@@ -69,7 +69,7 @@ def _branch_node(conv, node) -> None:
     arrays = {i: values[i] for i in const if isinstance(values.get(i), np.ndarray)}
     conv.opset = node.opset
     problem = None if constant_condition(conv, node) else \
-        _scan_node(conv, node, ScanView(conv, const, arrays), all(i in const for i in ins))
+        scan_node(conv, node, ScanView(conv, const, arrays), all(i in const for i in ins))
     if problem:
         conv.problems.append(Problem(node.op, node.name, *problem))
         return

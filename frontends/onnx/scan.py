@@ -95,7 +95,7 @@ def scan(conv) -> set[int]:
         ins = [i for i in (node.inputs + node.implicit if node.implicit else node.inputs) if i]
         conv.opset = view.opset = node.opset
         folds = all(i in const for i in ins)  # every input constant: folded, not lowered
-        problem = _scan_node(conv, node, view, folds)
+        problem = scan_node(conv, node, view, folds)
         if problem:
             conv.problems.append(Problem(node.op, node.name, *problem))  # (reason, hint, code)
             flagged.add(node.index)
@@ -114,7 +114,7 @@ def scan(conv) -> set[int]:
     return flagged
 
 
-def _scan_node(conv, node, view, folds: bool):
+def scan_node(conv, node, view, folds: bool):
     if node.domain not in DEFAULT_DOMAINS and not conv.quant.allows_domain(node):
         return Refusal(f"operator domain {node.domain!r} is not supported",
                        "only operators of the default ONNX domain can be converted", "unsupported-op")

@@ -56,8 +56,23 @@ _MASKS = {
 }
 
 
+def _int_constant(ctx, v, other, name):
+    """An integer constant beside a Signed32 tensor (an int64 id compared with a constant), as a
+    Signed32 Port, for the Comparison layers of 20.08 and later (CpuRef compares Signed32); else
+    v as it is. Exact: a value beyond int32 is refused by materialize()."""
+    if (isinstance(v, Port) or not isinstance(other, Port) or other.info.dtype != DataType.Signed32
+            or np.asarray(v).dtype.kind not in "iu"):
+        return v
+    if not ctx.g.target.has(L.Comparison):
+        raise Unsupported("a comparison of an integer tensor with a constant needs the Arm NN 20.08 format "
+                          "(Comparison of Signed32); this format compares float32 only",
+                          "convert with --target 20.08 (read by Arm NN 20.08 and later)", "needs-target")
+    return ctx.materialize(np.asarray(v).astype(np.int64), f"{name}_int")
+
+
 def _operand(ctx, v, other, name):
     """A constant operand as a float Port that a NaN or inf in `other` cannot reach."""
+    v = _int_constant(ctx, v, other, name)
     if isinstance(v, Port):
         return v
     if not isinstance(other, Port) or other.info.dtype != DataType.Float32:
@@ -67,6 +82,7 @@ def _operand(ctx, v, other, name):
 
 def compare(ctx, kind: str, a, b, name: str) -> Port:
     """A Boolean a (op) b, with its float mask available through float01()."""
+    a, b = _int_constant(ctx, a, b, f"{name}_a"), _int_constant(ctx, b, a, f"{name}_b")
     if kind == "gt":
         y = binary(ctx, L.Greater, a, b, name)
     elif kind == "eq":
@@ -113,28 +129,28 @@ def _boolean_result(ctx, port):
     return port
 
 
-@register("Equal", since=7, layers=("Equal", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Equal", since=7, layers=("Equal", "Constant", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
 def equal(ctx, node):
     return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Greater", since=7, layers=("Greater", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Greater", since=7, layers=("Greater", "Constant", "Reshape", "FullyConnected", "StridedSlice"))
 def greater(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Less", since=7, layers=("Greater", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Less", since=7, layers=("Greater", "Constant", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
 def less(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 1), ctx.val(node, 0), ctx.name(node))
 
 
-@register("GreaterOrEqual", since=12, layers=("Maximum", "Equal", "Comparison", "Reshape", "Activation",
+@register("GreaterOrEqual", since=12, layers=("Maximum", "Constant", "Equal", "Comparison", "Reshape", "Activation",
                   "FullyConnected", "StridedSlice"))
 def greater_or_equal(ctx, node):
     return compare(ctx, "ge", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("LessOrEqual", since=12, layers=("Minimum", "Equal", "Comparison", "Reshape", "Activation",
+@register("LessOrEqual", since=12, layers=("Minimum", "Constant", "Equal", "Comparison", "Reshape", "Activation",
                   "FullyConnected", "StridedSlice"))
 def less_or_equal(ctx, node):
     return compare(ctx, "le", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
