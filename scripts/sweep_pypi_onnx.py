@@ -1,7 +1,7 @@
 """Sweep the ONNX models shipped inside public PyPI wheels (tests/onnx/pypi_models.py) through the
 CLI at every target and on every Arm NN runtime that reads each file, against onnxruntime.
 
-    python scripts/sweep_pypi_onnx.py [--only REGEX] [--out DIR] [--write-doc]
+    python scripts/sweep_pypi_onnx.py [--only REGEX] [--out DIR] [--write-doc] [--no-run]
 
 For each model and target: `armnn-import MODEL -o F --target T --input-shape ...` (the refusal
 lines, without the model's path, when it refuses), the layer count, and for each runtime
@@ -139,13 +139,14 @@ def main() -> int:
     ap.add_argument("--only", help="a regular expression: the models whose names it matches")
     ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "pypi-onnx-sweep"))
     ap.add_argument("--write-doc", action="store_true")
+    ap.add_argument("--no-run", action="store_true", help="only print (and write) the table of DIR/results.json")
     args = ap.parse_args()
     work = Path(args.out)
     work.mkdir(parents=True, exist_ok=True)
     store = work / "results.json"
     done = {r["model"]: r for r in json.loads(store.read_text())} if store.exists() else {}
     for model in pypi_models.MODELS:
-        if args.only and not re.search(args.only, model.name):
+        if args.no_run or (args.only and not re.search(args.only, model.name)):
             continue
         done[model.name] = sweep_one(model, work)
         store.write_text(json.dumps(list(done.values()), indent=1))
