@@ -48,12 +48,16 @@ def inline_if(conv, node) -> None:
         values[t.name] = conv._tensor(t)
     for sp in branch.sparse_initializer:
         values[sp.values.name] = sparse_to_dense(sp)
+    reported = len(conv.problems)
     for i, proto in enumerate(branch.node):
         _branch_node(conv, Node(proto, i, node.opset))
     conv.opset = node.opset
     for name, out in zip(node.outputs, branch.output):
         if out.name not in values:
-            return  # a node of the branch was refused: already reported
+            if len(conv.problems) > reported:
+                return  # a node of the branch was refused: already reported
+            raise Unsupported(f"its {key} output {out.name!r} is never computed (a node reads a name that "
+                              "is defined after it, or nowhere: the model is invalid)", code="bad-model")
         if name:
             values[name] = values[out.name]
     conv.report.folded.append(node.name)

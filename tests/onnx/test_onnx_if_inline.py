@@ -88,3 +88,15 @@ def test_refused_node_inside_the_taken_branch_gives_its_own_reason(tmp_path, cap
     err = capsys.readouterr().err
     assert code == 1
     assert "Erf (node" in err and "no error function" in err and "If (node" not in err
+
+
+def test_branch_out_of_order_is_a_bad_model(tmp_path, capsys):
+    model = _model(5)  # the else branch: y = Neg(t) where t = Neg(x) comes after it
+    (else_branch,) = [a.g for a in model.graph.node[5].attribute if a.name == "else_branch"]
+    nodes = [helper.make_node("Neg", ["t"], ["else_out"]), helper.make_node("Neg", ["x"], ["t"])]
+    del else_branch.node[:]
+    else_branch.node.extend(nodes)
+    code, _ = _convert(tmp_path, model, "23.08")
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert "its else_branch output 'else_out' is never computed" in err and "[bad-model]" in err
