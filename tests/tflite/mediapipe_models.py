@@ -1,0 +1,70 @@
+"""The production TFLite models that Google's ``mediapipe`` wheel ships (mediapipe/modules/**.tflite
+in 0.10.14, the last 0.10 release whose Linux wheel still carries them all), no one here wrote
+them, and how to feed them.
+
+Each model takes one float NHWC image; ``RANGE`` is the value range mediapipe's own graphs feed it
+(ImageToTensorCalculator's output_tensor_float_range in mediapipe/modules/*/*.pbtxt): [-1, 1] for
+the BlazeFace detectors, the pose detector and hand re-crop, [0, 1] for the others. The input is
+seeded uniform in that range; LiteRT (ai-edge-litert) on it is the reference.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/, for wheel_cache
+import wheel_cache  # noqa: E402
+
+WHEEL = wheel_cache.Wheel(
+    "mediapipe", "0.10.14", "mediapipe-0.10.14-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    "a807328339e7356fda0bb14df12fedbf1d33bdf81649c5f8666b0026b1cc30b4")
+
+#: model -> (low, high) of its input
+RANGE = {
+    "face_detection_short_range": (-1.0, 1.0),
+    "face_detection_full_range_sparse": (-1.0, 1.0),
+    "face_landmark": (0.0, 1.0),
+    "face_landmark_with_attention": (0.0, 1.0),
+    "iris_landmark": (0.0, 1.0),
+    "palm_detection_lite": (0.0, 1.0),
+    "palm_detection_full": (0.0, 1.0),
+    "hand_landmark_lite": (0.0, 1.0),
+    "hand_landmark_full": (0.0, 1.0),
+    "hand_recrop": (-1.0, 1.0),
+    "pose_detection": (-1.0, 1.0),
+    "pose_landmark_full": (0.0, 1.0),
+    "selfie_segmentation": (0.0, 1.0),
+    "selfie_segmentation_landscape": (0.0, 1.0),
+}
+NAMES = tuple(RANGE)
+
+
+def model_paths() -> dict:
+    """{model name: path of its .tflite}, fetched and extracted once (wheel_cache)."""
+    return {name[:-len(".tflite")]: p for name, p in wheel_cache.extract(WHEEL, ".tflite").items()}
+
+
+def _interpreter(path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(path), num_threads=1)
+    it.allocate_tensors()
+    return it
+
+
+def seeded_input(name: str, path) -> np.ndarray:
+    (d,) = _interpreter(path).get_input_details()
+    low, high = RANGE[name]
+    rng = np.random.default_rng(zlib.crc32(f"mediapipe/{name}".encode()))
+    return rng.uniform(low, high, tuple(d["shape"])).astype(d["dtype"])
+
+
+def litert(path, x: np.ndarray) -> list:
+    """LiteRT's outputs on x, in the model's output order (the order our Output layers keep)."""
+    it = _interpreter(path)
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
