@@ -130,3 +130,21 @@ def read_options(data, pos: int, f: tuple, budget, seen: dict) -> dict:
     if key is not None:
         seen[key] = dict(out)
     return out
+
+
+#: custom operators converted like a builtin: their custom_options are a C struct (raw bytes, not
+#: FlexBuffers), read into the options of the builtin they extend. mediapipe's
+#: Convolution2DTransposeBias (mediapipe/util/tflite/operations/transpose_conv_bias.cc) casts them
+#: to TfLiteTransposeConvParams {TfLitePadding padding; int stride_width; int stride_height;}
+#: (TfLitePadding: 0 unknown, 1 SAME, 2 VALID; later TFLite releases appended fields)
+CUSTOM_STRUCTS = {"Convolution2DTransposeBias": ("<3i", ("tflite_padding", "stride_w", "stride_h"))}
+
+
+def custom_options(code: str, raw: bytes) -> dict:
+    """The options of a custom operator of CUSTOM_STRUCTS; {"_error": why} when they are short."""
+    fmt, names = CUSTOM_STRUCTS[code]
+    size = struct.calcsize(fmt)
+    if len(raw) < size:
+        return {"_type": code, "_error": f"its custom options are {len(raw)} bytes, not the {size} "
+                                          "of TfLiteTransposeConvParams"}
+    return {"_type": code, **dict(zip(names, struct.unpack_from(fmt, raw)))}

@@ -47,16 +47,17 @@ def model_paths() -> dict:
     return {name[:-len(".tflite")]: p for name, p in wheel_cache.extract(WHEEL, ".tflite").items()}
 
 
-def _interpreter(path):
+def _interpreter(path, allocate=True):
     from ai_edge_litert.interpreter import Interpreter
 
     it = Interpreter(model_path=str(path), num_threads=1)
-    it.allocate_tensors()
+    if allocate:
+        it.allocate_tensors()
     return it
 
 
 def seeded_input(name: str, path) -> np.ndarray:
-    (d,) = _interpreter(path).get_input_details()
+    (d,) = _interpreter(path, allocate=False).get_input_details()
     low, high = RANGE[name]
     rng = np.random.default_rng(zlib.crc32(f"mediapipe/{name}".encode()))
     return rng.uniform(low, high, tuple(d["shape"])).astype(d["dtype"])
@@ -68,3 +69,20 @@ def litert(path, x: np.ndarray) -> list:
     it.set_tensor(it.get_input_details()[0]["index"], x)
     it.invoke()
     return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+
+
+def with_output(path, tensor: str) -> bytes:
+    """The model's bytes with its (one) output replaced by the tensor named `tensor`, patched in
+    place in the subgraph's outputs vector: an inner tensor becomes what LiteRT and the converted
+    network give (selfie segmentation's sigmoid hides its logits: ~0 on any random image)."""
+    import struct
+
+    import tflite
+
+    buf = bytearray(open(path, "rb").read())
+    sg = tflite.Model.GetRootAsModel(buf, 0).Subgraphs(0)
+    (index,) = [i for i in range(sg.TensorsLength()) if sg.Tensors(i).Name().decode() == tensor]
+    assert sg.OutputsLength() == 1
+    start = sg._tab.Vector(sg._tab.Offset(8))  # Subgraph.outputs: field 2, vtable offset 8
+    struct.pack_into("<i", buf, start, index)
+    return bytes(buf)
