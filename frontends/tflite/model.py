@@ -25,7 +25,7 @@ from . import bulk
 from . import fasttable as FT
 from .buffers import NP_TYPES, Source, constant, read_buffer, sparse_constant  # noqa: F401 (NP_TYPES: ops/shape.py)
 from .fasttable import fast
-from .options import CUSTOM_STRUCTS, custom_options, read_options
+from .options import known_custom_ops, read_options
 from .sparse import bypass_densify, read_sparsity
 
 TYPE_NAMES = {
@@ -178,7 +178,7 @@ def _load(source) -> TFModel:
         raise LoadError("the TFLite model has no outputs")
     nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
     ops = _ops(src, sg._tab.Pos + sg_fields[3], nops, codes, refs, ntens) if nops else []
-    _known_custom_ops(data, sg._tab.Pos + sg_fields[3], ops)
+    known_custom_ops(data, sg._tab.Pos + sg_fields[3], ops)
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
     _release_pages(buf)
@@ -205,25 +205,6 @@ def _ops(src: Source, at: int, nops: int, codes, refs, ntens: int) -> list[Opera
         src.budget.left = left
         ops = _operators(src.data, FT.tables(src.data, at), codes, refs, src.budget)
     return ops
-
-
-def _known_custom_ops(data, at: int, ops) -> None:
-    """Name each custom operator of options.CUSTOM_STRUCTS by its custom code (the registry's key:
-    it converts them like builtins) and read its options from its custom_options bytes."""
-    known = [op for op in ops if op.op == "CUSTOM" and op.custom_code in CUSTOM_STRUCTS]
-    if not known:
-        return
-    tables = FT.tables(data, at)
-    for op in known:
-        pos = tables[op.index]
-        f = FT.fields(data, pos, 6)  # ..., builtin_options, custom_options
-        raw = b""
-        if f[5]:
-            start, n = FT.vector(data, pos + f[5])
-            if start + n > len(data):
-                raise LoadError(f"malformed TFLite file: cannot read operator {op.index}'s custom options")
-            raw = bytes(data[start:start + n])
-        op.op, op.options = op.custom_code, custom_options(op.custom_code, raw)
 
 
 def _root(source):

@@ -10,6 +10,8 @@ import numpy as np
 
 from armnn_import.errors import LoadError
 
+from . import fasttable as FT
+
 _U32, _I32, _U16 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<H")
 
 
@@ -148,3 +150,22 @@ def custom_options(code: str, raw: bytes) -> dict:
         return {"_type": code, "_error": f"its custom options are {len(raw)} bytes, not the {size} "
                                           "of TfLiteTransposeConvParams"}
     return {"_type": code, **dict(zip(names, struct.unpack_from(fmt, raw)))}
+
+
+def known_custom_ops(data, at: int, ops) -> None:
+    """Name each custom operator of options.CUSTOM_STRUCTS by its custom code (the registry's key:
+    it converts them like builtins) and read its options from its custom_options bytes."""
+    known = [op for op in ops if op.op == "CUSTOM" and op.custom_code in CUSTOM_STRUCTS]
+    if not known:
+        return
+    tables = FT.tables(data, at)
+    for op in known:
+        pos = tables[op.index]
+        f = FT.fields(data, pos, 6)  # ..., builtin_options, custom_options
+        raw = b""
+        if f[5]:
+            start, n = FT.vector(data, pos + f[5])
+            if start + n > len(data):
+                raise LoadError(f"malformed TFLite file: cannot read operator {op.index}'s custom options")
+            raw = bytes(data[start:start + n])
+        op.op, op.options = op.custom_code, custom_options(op.custom_code, raw)

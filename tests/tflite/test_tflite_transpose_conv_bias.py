@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tfl_builder import ModelBuilder, run_litert  # noqa: E402
 
 from armnn_import import cli  # noqa: E402
+from armnn_import.serialize import read  # noqa: E402
 
 PAIRS = [("19.02", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")]
 X = (1, 5, 6, 3)
@@ -87,6 +88,11 @@ def test_matches_litert_on_the_runtime(case, target, release, cases, tmp_path, a
     assert cli.main([str(path), "-o", str(out), "-q", "--target", target]) == 0
     (got,) = armnn_runner_for(release)(out, [x])
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    # the catalogue's layers= holds (test_catalogue_layers has no reference model of this op)
+    from armnn_import_frontends.tflite.ops import REGISTRY
+    listed = set(REGISTRY.lookup("Convolution2DTransposeBias", 1).layers) | {"Input", "Output"}
+    listed |= {"Concat"}  # the IR's Merger, written as a ConcatLayer from 20.08 on (read back as Concat)
+    assert {l.type.name for l in read(out.read_bytes()).layers} <= listed
 
 
 @pytest.mark.parametrize("raw, reason", [(struct.pack("<2i", 1, 2), "custom options are 8 bytes"),

@@ -35,8 +35,8 @@ def _check_transpose_conv_bias(op, ctx):
     return None
 
 
-@REGISTRY.register("Convolution2DTransposeBias", inputs=3, check=_check_transpose_conv_bias,
-                   layers=("Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd", "FullyConnected",
+@REGISTRY.register("Convolution2DTransposeBias", since=1, until=1, inputs=3, check=_check_transpose_conv_bias,
+                   layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd", "FullyConnected",
                            "BatchNormalization", "Addition", "Pad", "Permute", "Reshape", "StridedSlice"),
                    notes="mediapipe's custom TRANSPOSE_CONV with a bias: zeros inserted by "
                          "BatchToSpaceNd over [x, zeros...], then a convolution with the flipped kernel")
