@@ -56,13 +56,13 @@ def run(runner, armnn, x, repeat):
         return [np.load(p) for p in outs], ms
 
 
-def judge(got, want):
+def judge(got, want, spread):
     if len(got) != len(want):
         return False, f"{len(got)} outputs, LiteRT {len(want)}"
     got = [g.reshape(w.shape) if g.size == w.size else g for g, w in zip(got, want)]
     err = max(float(np.abs(g.astype(np.float64) - w).max()) if g.shape == w.shape else np.inf
               for g, w in zip(got, want))
-    return all(M.close(g, w) for g, w in zip(got, want)), f"{err:.3g}"
+    return all(M.close(g, w, s) for g, w, s in zip(got, want, spread)), f"{err:.3g}"
 
 
 def sweep_model(name, path, targets, runners, out, repeat):
@@ -71,11 +71,11 @@ def sweep_model(name, path, targets, runners, out, repeat):
         path = out / f"{name}.logits.tflite"
         path.write_bytes(M.with_output(M.model_paths()[name], M.LOGITS[name]))
     try:
-        want = M.litert(path, x)
+        want, spread = M.litert(path, x)
     except RuntimeError as e:  # a custom op that LiteRT has no kernel for either
-        want, row = None, {"litert": str(e).splitlines()[0][:200]}
+        want, spread, row = None, [], {"litert": str(e).splitlines()[0][:200]}
     else:
-        row = {}
+        row = {"spread": f"{max(spread, default=0):.3g}"}
     for target in targets:
         armnn = out / f"{name}-{target}.armnn"
         refusal = convert(path, armnn, target)
@@ -90,7 +90,7 @@ def sweep_model(name, path, targets, runners, out, repeat):
             if got is None:
                 cell["runs"][release] = {"error": ms}
                 continue
-            ok, err = judge(got, want) if want is not None else (False, "no LiteRT reference")
+            ok, err = judge(got, want, spread) if want is not None else (False, "no LiteRT reference")
             cell["runs"][release] = {"ok": ok, "err": err, "ms": round(ms, 1)}
         row[target] = cell
         armnn.unlink()
@@ -128,11 +128,11 @@ def main():
         if not args.only or re.search(args.only, name):
             results[name] = sweep_model(name, paths[name], targets, runners, out, args.repeat)
             (out / "mediapipe.json").write_text(json.dumps(results, indent=1) + "\n")
-    lines = ["| model | " + " | ".join(targets) + " |", "|---" * (len(targets) + 1) + "|"]
+    lines = ["| model | " + " | ".join(targets) + " | LiteRT spread |", "|---" * (len(targets) + 2) + "|"]
     for name in M.NAMES:
         if name in results:
             lines.append(f"| {name} | " + " | ".join(fmt(results[name][t]) if t in results[name] else ""
-                                                     for t in targets) + " |")
+                                                     for t in targets) + f" | {results[name].get('spread', '')} |")
     (out / "mediapipe.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -3,7 +3,8 @@ BlazeFace, face mesh, iris, palm and hand landmarks, pose, selfie segmentation),
 the wheel cache (tests/wheel_cache.py: pinned, sha256 checked; skipped offline, a failure under
 CI=true), converted by the CLI at every target and run on every real Arm NN runtime that reads the
 file (19.02 and 20.08 files on 20.08 and 23.08, 23.08 files on 23.08), against LiteRT on a seeded
-input in the model's range. Selfie segmentation is compared on its logits (the tensor before its
+input in the model's range (LiteRT's reference kernels; the tolerance is LiteRT's own spread
+between those and its default kernels where that is above rtol 1e-3, atol 1e-4 x max|out|). Selfie segmentation is compared on its logits (the tensor before its
 final sigmoid, made the output: mediapipe_models.with_output).
 
 Default run (~40 s here): face_detection_short_range and hand_recrop at every (target, runtime)
@@ -80,11 +81,12 @@ def models(tmp_path_factory):
 
 @pytest.mark.parametrize("name, target, release", list(_runs()))
 def test_model_matches_litert_on_the_runtime(name, target, release, models, armnn_runner_for):
-    _, x, want = models(name)
+    _, x, (want, spread) = models(name)
     got = armnn_runner_for(release)(models.converted(name, target), [x], timeout=600)
     assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want)):
-        assert M.close(g, w), f"output {i}: max abs error {np.abs(g.reshape(w.shape) - w).max():.3g}"
+    for i, (g, w, s) in enumerate(zip(got, want, spread)):
+        assert M.close(g, w, s), (f"output {i}: max abs error {np.abs(g.reshape(w.shape) - w).max():.3g} "
+                                  f"(LiteRT's own spread {s:.3g})")
 
 
 @pytest.mark.parametrize("name", list(REFUSED))
