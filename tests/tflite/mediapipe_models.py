@@ -5,7 +5,8 @@ them, and how to feed them.
 Each model takes one float NHWC image; ``RANGE`` is the value range mediapipe's own graphs feed it
 (ImageToTensorCalculator's output_tensor_float_range in mediapipe/modules/*/*.pbtxt): [-1, 1] for
 the BlazeFace detectors, the pose detector and hand re-crop, [0, 1] for the others. The input is
-seeded uniform in that range; LiteRT (ai-edge-litert) on it is the reference.
+seeded uniform in that range; LiteRT (ai-edge-litert) on it is the reference (``litert``: its reference
+kernels, and their spread against its default ones).
 """
 from __future__ import annotations
 
