@@ -7,9 +7,9 @@ the CLI at every target and every real Arm NN runtime that reads the file, again
 Writes <out>/mediapipe.md (the table of docs/wheel-models.md) and <out>/mediapipe.json. The reference
 is LiteRT's reference kernels; "LiteRT spread" is their largest gap to its default (XNNPACK) kernels
 (mediapipe_models.litert). A cell is the layer count, then per runtime: ok/FAIL (rtol 1e-3, atol
-1e-4 x max|LiteRT| or the spread where larger, as the tests),
-the max abs error over all outputs (selfie segmentation: of its logits, mediapipe_models.LOGITS), and armnn-run --repeat N's mean ms per inference; or the
-refusal, each distinct reason once with how many nodes gave it.
+1e-4 x max|LiteRT| or the spread where larger, as the tests), the max abs error over all outputs
+(selfie segmentation: of its logits, mediapipe_models.LOGITS), and armnn-run --repeat N's mean ms
+per inference; or the refusal, each distinct reason once with how many nodes gave it.
 """
 from __future__ import annotations
 
