@@ -104,3 +104,15 @@ def test_bad_options_are_refused_with_a_reason(raw, reason, tmp_path, capsys):
     assert cli.main([str(path), "-o", str(tmp_path / "m.armnn")]) == 1
     err = capsys.readouterr().err
     assert "Convolution2DTransposeBias" in err and reason in err, err
+
+
+def test_custom_options_past_the_end_of_the_file_are_a_load_error(tmp_path, capsys):
+    raw = struct.pack("<3i", 1, 2, 2)
+    data = bytearray(_model(1, 2, 2, raw=raw))
+    at = bytes(data).index(struct.pack("<I", len(raw)) + raw)  # the vector: its length, then its bytes
+    struct.pack_into("<I", data, at, 1 << 30)
+    path = tmp_path / "bad.tflite"
+    path.write_bytes(bytes(data))
+    assert cli.main([str(path), "-o", str(tmp_path / "m.armnn")]) == 1
+    err = capsys.readouterr().err
+    assert "malformed TFLite file: cannot read operator 0's custom options" in err and "Traceback" not in err, err
