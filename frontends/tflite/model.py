@@ -25,7 +25,7 @@ from . import bulk
 from . import fasttable as FT
 from .buffers import NP_TYPES, Source, constant, read_buffer, sparse_constant  # noqa: F401 (NP_TYPES: ops/shape.py)
 from .fasttable import fast
-from .options import read_options
+from .options import known_custom_ops, read_options
 from .sparse import bypass_densify, read_sparsity
 
 TYPE_NAMES = {
@@ -178,6 +178,7 @@ def _load(source) -> TFModel:
         raise LoadError("the TFLite model has no outputs")
     nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
     ops = _ops(src, sg._tab.Pos + sg_fields[3], nops, codes, refs, ntens) if nops else []
+    known_custom_ops(data, sg._tab.Pos + sg_fields[3], ops)
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
     _release_pages(buf)

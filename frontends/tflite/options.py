@@ -10,6 +10,8 @@ import numpy as np
 
 from armnn_import.errors import LoadError
 
+from . import fasttable as FT
+
 _U32, _I32, _U16 = struct.Struct("<I"), struct.Struct("<i"), struct.Struct("<H")
 
 
@@ -130,3 +132,40 @@ def read_options(data, pos: int, f: tuple, budget, seen: dict) -> dict:
     if key is not None:
         seen[key] = dict(out)
     return out
+
+
+#: custom operators converted like a builtin: their custom_options are a C struct (raw bytes, not
+#: FlexBuffers), read into the options of the builtin they extend. mediapipe's
+#: Convolution2DTransposeBias (mediapipe/util/tflite/operations/transpose_conv_bias.cc) casts them
+#: to TfLiteTransposeConvParams {TfLitePadding padding; int stride_width; int stride_height;}
+#: (TfLitePadding: 0 unknown, 1 SAME, 2 VALID; later TFLite releases appended fields)
+CUSTOM_STRUCTS = {"Convolution2DTransposeBias": ("<3i", ("tflite_padding", "stride_w", "stride_h"))}
+
+
+def custom_options(code: str, raw: bytes) -> dict:
+    """The options of a custom operator of CUSTOM_STRUCTS; {"_error": why} when they are short."""
+    fmt, names = CUSTOM_STRUCTS[code]
+    size = struct.calcsize(fmt)
+    if len(raw) < size:
+        return {"_type": code, "_error": f"its custom options are {len(raw)} bytes, not the {size} "
+                                          "of TfLiteTransposeConvParams"}
+    return {"_type": code, **dict(zip(names, struct.unpack_from(fmt, raw)))}
+
+
+def known_custom_ops(data, at: int, ops) -> None:
+    """Name each custom operator of options.CUSTOM_STRUCTS by its custom code (the registry's key:
+    it converts them like builtins) and read its options from its custom_options bytes."""
+    known = [op for op in ops if op.op == "CUSTOM" and op.custom_code in CUSTOM_STRUCTS]
+    if not known:
+        return
+    tables = FT.tables(data, at)
+    for op in known:
+        pos = tables[op.index]
+        f = FT.fields(data, pos, 6)  # ..., builtin_options, custom_options
+        raw = b""
+        if f[5]:
+            start, n = FT.vector(data, pos + f[5])
+            if start + n > len(data):
+                raise LoadError(f"malformed TFLite file: cannot read operator {op.index}'s custom options")
+            raw = bytes(data[start:start + n])
+        op.op, op.options = op.custom_code, custom_options(op.custom_code, raw)

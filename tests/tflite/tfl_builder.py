@@ -237,7 +237,11 @@ class ModelBuilder:
             opts = self._options(b, typ, options) if typ else None
             iv = self._vector(b, TO.StartInputsVector, ins, "i32")
             ov = self._vector(b, TO.StartOutputsVector, outs, "i32")
+            # a custom operator's raw options (custom_options=bytes, e.g. a C struct)
+            raw = b.CreateByteVector(bytes(options["custom_options"])) if custom and "custom_options" in options else None
             TO.Start(b)
+            if raw is not None:
+                TO.AddCustomOptions(b, raw)
             TO.AddOpcodeIndex(b, code_index[(name, version, custom)])
             TO.AddInputs(b, iv)
             TO.AddOutputs(b, ov)

@@ -185,11 +185,17 @@ def _check_transpose_conv(op, ctx):
                    notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
-    o, nb, name = op.options, ctx.b, ctx.name(op)
     out_shape = [int(v) for v in ctx.ints(op.inputs[0]).reshape(-1)]
-    wi = op.inputs[1]
-    x = ctx.port(op.inputs[2])
     bi = op.inputs[3] if len(op.inputs) > 3 else -1
+    return transpose_conv_nhwc(ctx, op, op.inputs[2], op.inputs[1], bi, out_shape, op.options)
+
+
+def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):
+    """TRANSPOSE_CONV's computation (also mediapipe's Convolution2DTransposeBias, custom.py): input
+    tensor xi, OHWI weights wi, bias bi (-1: none), the output's shape, options o (padding,
+    stride_h, stride_w, fused_activation_function)."""
+    nb, name = ctx.b, ctx.name(op)
+    x = ctx.port(xi)
     n, h, w, c = x.info.shape
     if len(ctx.shape(wi)) != 4:
         raise Unsupported(f"filter of shape {list(ctx.shape(wi))}")
@@ -219,7 +225,7 @@ def transpose_conv(ctx, op):
         crops = (max(0, -begin[0]), max(0, -end[0]), max(0, -begin[1]), max(0, -end[1]))
         x = nb.add(LayerType.BatchToSpaceNd, f"{name}_upsample", [stack],
                    D.BatchToSpaceNdDescriptor((sh, sw), crops, NHWC))
-        ctx.report.decomposition("TRANSPOSE_CONV", "zeros interleaved by BatchToSpaceNd over the input "
+        ctx.report.decomposition(op.op, "zeros interleaved by BatchToSpaceNd over the input "
                                  "stacked with zero copies, then a stride-1 convolution with the flipped kernel")
     else:
         x = nb.slice(x, [0, max(0, -begin[0]), max(0, -begin[1]), 0],
