@@ -441,6 +441,12 @@ def build_comparison(m):
         m.out(f"y_{op.name}", m.g.add(LayerType.Comparison, op.name, [a, b], ComparisonDescriptor(op)).out())
 
 
+def build_prelu(m):
+    x = m.input("x", (2, 3, 5, 7))
+    alpha = m.input("alpha", (1, 3, 1, 7), q=(0.02, 128))   # broadcast along axes 0 and 2
+    m.out("y_prelu", m.g.add(LayerType.Prelu, "prelu", [x, alpha], quant=q(m, 0.05, 128)).out())
+
+
 def build_elementwise_unary(m, variant=None):
     if variant:
         return build_elementwise_unary_23(m, variant)
@@ -704,6 +710,7 @@ BUILDERS = {
     LayerType.L2Normalization: build_l2norm,
     LayerType.ArgMinMax: build_arg_min_max, LayerType.LogSoftmax: build_log_softmax,
     LayerType.Comparison: build_comparison, LayerType.ElementwiseUnary: build_elementwise_unary,
+    LayerType.Prelu: build_prelu,
     LayerType.Cast: build_cast, LayerType.BatchMatMul: build_batch_matmul,
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})

@@ -85,3 +85,12 @@ def quantize_layer(layer, ins, infos):
 def dequantize_layer(layer, ins, infos):
     # RefDequantizeWorkload: Dequantize.cpp, decoder to float, float encoder
     return [encode(decode(ins[0], infos[0]), layer.outputs[0])]
+
+
+@layer_fn(LayerType.Prelu)
+def prelu_layer(layer, ins, infos):
+    # PreluImpl.cpp (20.08 and 23.08): x < 0 ? alpha * x : x over BroadcastLoop, in float
+    x, alpha = (decode(v, i) for v, i in zip(ins, infos))
+    with np.errstate(all="ignore"):
+        y = np.where(x < 0, (alpha * x).astype(F32), x)
+    return [encode(y, layer.outputs[0])]

@@ -112,6 +112,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.InstanceNormalization: LayerKind("InstanceNormalizationLayer", InstanceNormalizationDescriptor, (),
                                                since="20.08"),
     LayerType.Stack: LayerKind("StackLayer", StackDescriptor, (), since="20.08"),
+    # (input, alpha): x < 0 ? alpha * x : x, alpha broadcast (PreluImpl.cpp of both releases)
+    LayerType.Prelu: LayerKind("PreluLayer", None, (), since="20.08"),
 }
 
 LAYER_KINDS.update({

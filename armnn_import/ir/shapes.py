@@ -18,7 +18,7 @@ from .types import DataLayout, DataType, LayerType, TensorInfo
 NUM_INPUTS = {t: 1 for t in LayerType}
 NUM_INPUTS.update({t: 2 for t in BINARY_LAYERS})
 NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 2,
-                   LayerType.Merger: None, LayerType.Comparison: 2})
+                   LayerType.Merger: None, LayerType.Comparison: 2, LayerType.Prelu: 2})
 NUM_INPUTS[LayerType.Concat] = None
 NUM_INPUTS.update({LayerType.LogicalBinary: 2, LayerType.ReverseV2: 2})  # (ReverseV2: data, axes)
 NUM_INPUTS[LayerType.Stack] = None
@@ -200,6 +200,7 @@ _RULES = {
     # the 20.08 format
     LayerType.ArgMinMax: lambda layer, ins: _reduced(layer, ins, DataType.Signed32),
     LayerType.Comparison: _comparison, LayerType.ElementwiseUnary: _same, LayerType.LogSoftmax: _same,
+    LayerType.Prelu: lambda layer, ins: [ins[0].with_shape(broadcast_shape(ins[0].shape, ins[1].shape, layer.name))],
     # float -> QuantisedAsymm8 (its quantization given by the builder) and back
     LayerType.Quantize: lambda layer, ins: [TensorInfo(ins[0].shape, R.quantized_type(layer))],
     LayerType.Dequantize: lambda layer, ins: [TensorInfo(ins[0].shape, DataType.Float32)],

@@ -142,6 +142,7 @@ class LayerType(IntEnum):
     LogSoftmax = 51
     Comparison = 52
     ElementwiseUnary = 54
+    Prelu = 41
     # structural layers of the 20.08 format (issue 16, direct layers)
     Concat = 39
     Resize = 43

@@ -21,6 +21,17 @@ class FormatLayers:
     def unary(self, x: Port, op, name: str, quant=None) -> Port:
         return self.add(LayerType.ElementwiseUnary, name, [x], D.ElementwiseUnaryDescriptor(op), quant=quant)
 
+    def prelu(self, x: Port, alpha, name: str) -> Port:
+        """x < 0 ? alpha * x : x (Prelu layer, the 20.08 format on), alpha a Port or a constant of
+        x's float type that broadcasts to x (a Constant layer: constant_layer)."""
+        if not isinstance(alpha, Port):
+            a = np.asarray(alpha, np.float32)
+            a = a.reshape((1,) * (x.info.rank - a.ndim) + a.shape)
+            alpha = self.constant_layer(a.astype(np.float16) if x.info.dtype == DataType.Float16 else a,
+                                        f"{name}_alpha")
+        x, alpha = self._equal_rank(x, alpha, name)
+        return self.add(LayerType.Prelu, name, [x, alpha])
+
     def compare(self, op, a: Port, b: Port, name: str) -> Port:
         a, b = self._equal_rank(a, b, name)
         return self.add(LayerType.Comparison, name, [a, b], D.ComparisonDescriptor(op))

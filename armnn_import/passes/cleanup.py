@@ -55,7 +55,15 @@ def is_identity(layer: Layer) -> bool:
 
 
 def remove_identities(graph: Graph, report: Report) -> int:
-    return sum(bypass(graph, l) for l in list(graph.layers) if l.type in IDENTITY_TYPES and is_identity(l))
+    return sum(bypass(graph, l) for l in list(graph.layers)
+               if l.type in IDENTITY_TYPES and is_identity(l) and not _constant_shape(l))
+
+
+def _constant_shape(layer: Layer) -> bool:
+    """A Reshape right after a Constant: kept, even as an identity. Arm NN 23.08 reads a [1, 1, H, W]
+    Constant of a file without featureVersions as [1, H, W, 1] (ir/compat.py), and this Reshape gives
+    it back its shape (lowering.builder.NetBuilder.constant_layer)."""
+    return layer.type == LayerType.Reshape and layer.inputs[0].layer.type == LayerType.Constant
 
 
 def _inputs_key(layer: Layer):

@@ -174,12 +174,15 @@ def gelu(ctx, node):
 
 
 @register("PRelu", since=7, layers=("Activation", "BatchNormalization", "Multiplication", "Addition",
-                  "Reshape", "FullyConnected", "StridedSlice"))
+                  "Reshape", "FullyConnected", "StridedSlice", "Prelu", "Constant"))
 def prelu(ctx, node):
     x, n = ctx.port(node, 0), ctx.name(node)
     slope = ctx.val(node, 1)
     if not isinstance(slope, Port) and np.asarray(slope).size == 1:
         return ctx.b.activation(x, AF.LeakyReLu, n, a=float(np.asarray(slope).reshape(-1)[0]))
+    if ctx.b.target.has(L.Prelu) and x.info.dtype in (DataType.Float32, DataType.Float16) and (
+            not isinstance(slope, Port) or slope.info.dtype == x.info.dtype):
+        return ctx.b.prelu(x, slope, n)  # x < 0 ? slope * x : x, ONNX's own formula
     ctx.report.decomposition("PRelu", "ReLu(x) + slope * min(x, 0) (per-channel slope as BatchNormalization)")
     neg = ctx.b.clamp(x, -np.inf, 0.0, f"{n}_min0")
     scaled = binary(ctx, L.Multiplication, neg, slope, f"{n}_scaled")

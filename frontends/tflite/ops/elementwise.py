@@ -290,8 +290,9 @@ def hard_swish(ctx, op):
 
 
 @REGISTRY.register("PRELU", since=1, until=1, inputs=2, types="all",
-                   layers=("Activation", "BatchNormalization", "Addition"),
-                   notes="LeakyReLu for a scalar alpha; else ReLu(x) + alpha * min(x, 0)")
+                   layers=("Activation", "BatchNormalization", "Addition", "Prelu", "Constant", "Reshape"),
+                   notes="LeakyReLu for a scalar alpha; else from --target 20.08 one Prelu layer (float), "
+                         "before it ReLu(x) + alpha * min(x, 0)")
 def prelu(ctx, op):
     nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
     x = ctx.port(op.inputs[0])
@@ -302,6 +303,10 @@ def prelu(ctx, op):
         if flat.size and np.all(flat == flat[0]) and \
                 np.broadcast_shapes(alpha.shape, x.info.shape) == x.info.shape:
             return nb.activation(x, AF.LeakyReLu, name, float(flat[0]), quant=q)
+    if nb.target.has(L.Prelu) and not x.info.dtype.is_quantized and (
+            ctx.is_const(ai) or ctx.port(ai).info.dtype == x.info.dtype):
+        # x < 0 ? alpha * x : x, TFLite's own formula (x >= 0 ? x : alpha * x)
+        return nb.prelu(x, ctx.const(ai) if ctx.is_const(ai) else ctx.port(ai), name)
     pos = nb.clamp(x, 0.0, np.inf, f"{name}_pos")
     negp = nb.clamp(x, -np.inf, 0.0, f"{name}_neg")
     if not ctx.is_const(ai):
