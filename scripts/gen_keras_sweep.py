@@ -71,6 +71,14 @@ def layer_models(keras):
         "dense_big": (seq(L.Dense(64, activation="relu"), L.Dense(40)), (32,), None),
         "conv_big": (seq(L.Conv2D(16, 3, padding="same", activation="relu"), L.Conv2D(16, 3)), (8, 8, 16), None),
         "lstm_big": (seq(L.LSTM(32, return_sequences=True)), (4, 16), None),
+        # unroll=True: straight-line operators instead of the WHILE loop Keras 3 recurrent layers give
+        "gru_unroll_seq": (seq(L.GRU(6, return_sequences=True, unroll=True)), (5, 4), None),
+        "gru_unroll_last": (seq(L.GRU(6, unroll=True)), (5, 4), None),
+        "lstm_unroll_seq": (seq(L.LSTM(6, return_sequences=True, unroll=True)), (5, 4), None),
+        "lstm_unroll_last": (seq(L.LSTM(6, unroll=True)), (5, 4), None),
+        "bilstm_unroll_seq": (seq(L.Bidirectional(L.LSTM(5, return_sequences=True, unroll=True))), (5, 4), None),
+        "bigru_unroll_last": (seq(L.Bidirectional(L.GRU(5, unroll=True))), (5, 4), None),
+        "simplernn_unroll": (seq(L.SimpleRNN(6, return_sequences=True, unroll=True)), (5, 4), None),
     }
 
 
@@ -174,15 +182,14 @@ def convert(tf, model, name, shapes, vocab, mode):
 
 def main():
     args, out, mpath, manifest = sweep_setup(__doc__, "/tmp/keras_sweep", "keras_sweep_manifest.json",
-                                             "regex of model names", [("--modes", MODES)])
+                                             "regex of model names", [("--modes", MODES), ("--single", "")])
     import tensorflow as tf
     import keras
     names = list(layer_models(keras)) + list(tf_functions(tf)) + list(APPS)
-    if not args.only:
+    names = [n for n in names if not args.only or re.search(args.only, n)]
+    if not args.single:
         return isolated(names, args)
     for name in names:
-        if args.only and not re.search(args.only, name):
-            continue
         model, shapes, vocab = build(tf, keras, name)
         for mode in args.modes.split(","):
             t0, key = time.time(), f"{name}.{mode}"
@@ -207,7 +214,7 @@ def isolated(names, args):
         modes = args.modes.split(",")
         while modes:
             rc = subprocess.run([sys.executable, __file__, "--out", args.out, "--only", f"^{name}$",
-                                 "--modes", ",".join(modes)]).returncode
+                                 "--modes", ",".join(modes), "--single", "1"]).returncode
             done = json.loads(open(mpath).read()) if os.path.exists(mpath) else {}
             left = [m for m in modes if f"{name}.{m}" not in done]
             if rc >= 0 or not left:

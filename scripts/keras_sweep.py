@@ -97,12 +97,46 @@ def sweep_file(path: Path, vocab, work: Path) -> dict:
     return cells
 
 
+def short_refusal(lines) -> str:
+    """A cell's refusal lines without the file, node and tensor names: each distinct reason once,
+    with the operators that gave it."""
+    seen = {}
+    for ln in lines:
+        ln = re.sub(r"^armnn-import: error: [^:]+: ", "", ln)
+        ln = re.sub(r"'[^']*'", "'...'", re.sub(r" \(node '[^']*'\)", "", ln))
+        op, _, reason = ln.partition(": ")
+        seen.setdefault(reason or op, []).append(op if reason else "")
+    return "refused: " + "; ".join(f"{r} ({', '.join(dict.fromkeys(o for o in ops if o))})"
+                                   for r, ops in seen.items())
+
+
+def cell_text(cell, target) -> str:
+    if "refused" in cell:
+        return short_refusal(cell["refused"])
+    return f"{cell['layers']}, " + " / ".join(cell.get(rt, "-") for rt in READS[target])
+
+
+def markdown(results) -> str:
+    rows = ["| model.mode | 19.02: layers, on 20.08 / 23.08 | 20.08: layers, on 20.08 / 23.08 | 23.08: layers, on 23.08 |",
+            "|---|---|---|---|"]
+    for key, res in results.items():
+        if "converter" in res:
+            rows.append(f"| {key} | converter: {res['converter'][:120]} | | |")
+            continue
+        rows.append(f"| {key} | " + " | ".join(cell_text(res[t], t) for t in READS) + " |")
+    return "\n".join(rows) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("folder")
     ap.add_argument("--only")
     ap.add_argument("--out")
+    ap.add_argument("--new", action="store_true", help="only files not in the results yet")
+    ap.add_argument("--markdown", action="store_true", help="print the table of the results and stop")
     args = ap.parse_args()
+    if args.markdown:
+        return print(markdown(json.loads(Path(args.out or Path(args.folder) / "results.json").read_text())), end="")
     folder = Path(args.folder)
     manifest = json.loads((folder / "keras_sweep_manifest.json").read_text())
     work = folder / "work"
@@ -110,7 +144,7 @@ def main():
     res_path = Path(args.out or folder / "results.json")
     results = json.loads(res_path.read_text()) if res_path.exists() else {}
     for key, entry in manifest.items():
-        if args.only and not re.search(args.only, key):
+        if (args.only and not re.search(args.only, key)) or (args.new and key in results):
             continue
         if "skipped" in entry:
             results[key] = {"converter": entry["skipped"]}

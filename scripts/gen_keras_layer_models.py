@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Generate the Keras-layer reference models of the Keras sweep (docs/keras-sweep.md) into
+test_models/tflite/models (entries in its manifest.json).
+
+    /tmp/venv-with-tensorflow/bin/python scripts/gen_keras_layer_models.py   # TensorFlow: here only
+
+Each is one model of scripts/gen_keras_sweep.py (same seeded weights, same converter mode),
+stored as models/keras_<name>.<mode>.tflite with a .npz of seeded inputs and LiteRT's outputs
+(reference kernels, BUILTIN_REF; variables reset first). REFS says what each one pins.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gen_keras_sweep import build, convert  # noqa: E402
+from reference_io import merge_manifest, save_npz, seed_of  # noqa: E402
+
+# (sweep model, converter mode, builtin operators it is there for, note)
+REFS = [
+    ("conv_big", "16x8", ["CONV_2D"],
+     "Keras Conv2D(16, 3) x 2 in the converter's 16x8 mode (int16 activations, int8 weights, int64 "
+     "biases, float I/O): refused at every target, a float32 network with --dequantize"),
+    ("gru_seq", "float32", ["WHILE"],
+     "Keras 3 GRU(6, return_sequences=True): a WHILE loop, refused with the unroll=True hint"),
+]
+
+
+def _info(d) -> dict:
+    qp = d["quantization_parameters"]
+    quant = None if len(qp["scales"]) == 0 else {"scale": qp["scales"].tolist(),
+                                                 "zero_point": qp["zero_points"].tolist()}
+    return {"name": d["name"], "shape": [int(s) for s in d["shape"]], "dtype": np.dtype(d["dtype"]).name,
+            "quantization": quant}
+
+
+def _reference(buf: bytes, key: str):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    it = Interpreter(model_content=buf, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    it.reset_all_variables()
+    rng = np.random.default_rng(seed_of(key, "inputs"))
+    inputs = [rng.standard_normal(d["shape"]).astype(np.float32) for d in it.get_input_details()]
+    for d, x in zip(it.get_input_details(), inputs):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    outs = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    ops = [d["op_name"] for d in it._get_ops_details() if d["index"] < _main_ops(buf)]
+    return it, inputs, outs, ops
+
+
+def _main_ops(buf: bytes) -> int:
+    """The number of operators of subgraph 0 (the interpreter lists the WHILE bodies' too)."""
+    import tflite
+    return tflite.Model.GetRootAsModel(buf, 0).Subgraphs(0).OperatorsLength()
+
+
+def main() -> None:
+    import keras
+    import tensorflow as tf
+    out_dir = ROOT / "test_models" / "tflite"
+    entries = []
+    for name, mode, tests, note in REFS:
+        model, shapes, vocab = build(tf, keras, name)
+        buf = convert(tf, model, name, shapes, vocab, mode)
+        stem = f"models/keras_{name}.{mode}"
+        it, inputs, outs, ops = _reference(buf, stem)
+        assert set(tests) <= set(ops), (name, ops)
+        (out_dir / f"{stem}.tflite").write_bytes(buf)
+        save_npz(out_dir / f"{stem}.npz", {f"input_{i}": a for i, a in enumerate(inputs)} |
+                 {f"output_{i}": o for i, o in enumerate(outs)})
+        entries.append({"file": f"{stem}.tflite", "expected": f"{stem}.npz", "name": f"keras_{name}", "kind": "model",
+                        "variant": mode, "tests": tests, "origin": "converter", "note": note,
+                        "resolver": "BUILTIN_REF", "generator": "scripts/gen_keras_layer_models.py",
+                        "size": len(buf), "sha256": hashlib.sha256(buf).hexdigest(),
+                        "inputs": [_info(d) for d in it.get_input_details()],
+                        "outputs": [_info(d) for d in it.get_output_details()], "builtin_ops": ops})
+        print(f"tflite/{stem}: {len(buf)} bytes, ops {' '.join(ops)}")
+    merge_manifest(out_dir / "manifest.json", entries, "file")
+
+
+if __name__ == "__main__":
+    main()
