@@ -28,6 +28,11 @@ REFS = [
     ("conv_big", "16x8", ["CONV_2D"],
      "Keras Conv2D(16, 3) x 2 in the converter's 16x8 mode (int16 activations, int8 weights, int64 "
      "biases, float I/O): refused at every target, a float32 network with --dequantize"),
+    ("bilstm_unroll_seq", "float32", ["REVERSE_V2"],
+     "Keras 3 Bidirectional(LSTM(5, return_sequences=True, unroll=True)): the backward sequence "
+     "reversed by REVERSE_V2 (a constant-index selection before the 23.08 format)"),
+    ("bilstm_unroll_seq", "int8", ["REVERSE_V2"],
+     "the same in full int8: its REVERSE_V2 has another output quantization, and LiteRT copies the bytes"),
     ("gru_seq", "float32", ["WHILE"],
      "Keras 3 GRU(6, return_sequences=True): a WHILE loop, refused with the unroll=True hint"),
 ]
@@ -47,13 +52,22 @@ def _reference(buf: bytes, key: str):
     it.allocate_tensors()
     it.reset_all_variables()
     rng = np.random.default_rng(seed_of(key, "inputs"))
-    inputs = [rng.standard_normal(d["shape"]).astype(np.float32) for d in it.get_input_details()]
+    inputs = [_sample(rng, d) for d in it.get_input_details()]
     for d, x in zip(it.get_input_details(), inputs):
         it.set_tensor(d["index"], x)
     it.invoke()
     outs = [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
     ops = [d["op_name"] for d in it._get_ops_details() if d["index"] < _main_ops(buf)]
     return it, inputs, outs, ops
+
+
+def _sample(rng, d):
+    """N(0, 1), quantized with the input's own scale and zero point for an int8 input."""
+    x = rng.standard_normal(d["shape"]).astype(np.float32)
+    if d["dtype"] == np.float32:
+        return x
+    scale, zp = d["quantization"]
+    return np.clip(np.round(x / scale) + zp, -128, 127).astype(np.int8)
 
 
 def _main_ops(buf: bytes) -> int:

@@ -34,51 +34,52 @@ REP_SAMPLES = 16
 
 
 def layer_models(keras):
-    """name -> (make() -> keras layers from an Input, input shape without batch, int vocab or None)."""
+    """name -> () -> (make(x) -> the model's output from its Input, input shape without batch, int vocab
+    or None); the layers are made when called (Keras names them in order of making)."""
     L = keras.layers
     seq = lambda *layers: lambda x: _chain(x, layers)  # noqa: E731
     return {
-        "conv1d": (seq(L.Conv1D(8, 3, padding="same", activation="relu"), L.GlobalMaxPooling1D(), L.Dense(4)),
+        "conv1d": lambda: (seq(L.Conv1D(8, 3, padding="same", activation="relu"), L.GlobalMaxPooling1D(), L.Dense(4)),
                    (16, 4), None),
-        "separable_conv1d": (seq(L.SeparableConv1D(8, 3, depth_multiplier=2), L.Flatten()), (12, 4), None),
-        "separable_conv2d": (seq(L.SeparableConv2D(8, 3, padding="same", activation="relu")), (8, 8, 3), None),
-        "conv2d_transpose": (seq(L.Conv2DTranspose(4, 3, strides=2, padding="same")), (6, 6, 3), None),
-        "upsampling_nearest": (seq(L.Conv2D(4, 1), L.UpSampling2D(2, interpolation="nearest")), (5, 5, 3), None),
-        "upsampling_bilinear": (seq(L.Conv2D(4, 1), L.UpSampling2D(2, interpolation="bilinear")), (5, 5, 3), None),
-        "depthwise_mult2": (seq(L.DepthwiseConv2D(3, depth_multiplier=2, padding="same")), (7, 7, 3), None),
-        "gru_seq": (seq(L.GRU(6, return_sequences=True)), (5, 4), None),
-        "gru_last": (seq(L.GRU(6)), (5, 4), None),
-        "lstm_seq": (seq(L.LSTM(6, return_sequences=True)), (5, 4), None),
-        "lstm_last": (seq(L.LSTM(6)), (5, 4), None),
-        "bilstm_seq": (seq(L.Bidirectional(L.LSTM(5, return_sequences=True))), (5, 4), None),
-        "bilstm_last": (seq(L.Bidirectional(L.LSTM(5))), (5, 4), None),
-        "simplernn": (seq(L.SimpleRNN(6, return_sequences=True)), (5, 4), None),
-        "mha": (lambda x: L.MultiHeadAttention(num_heads=2, key_dim=4)(x, x), (6, 8), None),
-        "layernorm": (seq(L.Dense(8), L.LayerNormalization()), (6, 8), None),
-        "batchnorm": (seq(L.Conv2D(6, 3), L.BatchNormalization(), L.ReLU()), (8, 8, 3), None),
-        "embedding": (seq(L.Embedding(30, 8), L.GlobalAveragePooling1D(), L.Dense(4)), (7,), 30),
-        "crop_pad": (seq(L.Cropping2D(((1, 0), (0, 2))), L.ZeroPadding2D(((0, 1), (2, 1))), L.Conv2D(4, 3)),
+        "separable_conv1d": lambda: (seq(L.SeparableConv1D(8, 3, depth_multiplier=2), L.Flatten()), (12, 4), None),
+        "separable_conv2d": lambda: (seq(L.SeparableConv2D(8, 3, padding="same", activation="relu")), (8, 8, 3), None),
+        "conv2d_transpose": lambda: (seq(L.Conv2DTranspose(4, 3, strides=2, padding="same")), (6, 6, 3), None),
+        "upsampling_nearest": lambda: (seq(L.Conv2D(4, 1), L.UpSampling2D(2, interpolation="nearest")), (5, 5, 3), None),
+        "upsampling_bilinear": lambda: (seq(L.Conv2D(4, 1), L.UpSampling2D(2, interpolation="bilinear")), (5, 5, 3), None),
+        "depthwise_mult2": lambda: (seq(L.DepthwiseConv2D(3, depth_multiplier=2, padding="same")), (7, 7, 3), None),
+        "gru_seq": lambda: (seq(L.GRU(6, return_sequences=True)), (5, 4), None),
+        "gru_last": lambda: (seq(L.GRU(6)), (5, 4), None),
+        "lstm_seq": lambda: (seq(L.LSTM(6, return_sequences=True)), (5, 4), None),
+        "lstm_last": lambda: (seq(L.LSTM(6)), (5, 4), None),
+        "bilstm_seq": lambda: (seq(L.Bidirectional(L.LSTM(5, return_sequences=True))), (5, 4), None),
+        "bilstm_last": lambda: (seq(L.Bidirectional(L.LSTM(5))), (5, 4), None),
+        "simplernn": lambda: (seq(L.SimpleRNN(6, return_sequences=True)), (5, 4), None),
+        "mha": lambda: (lambda x: L.MultiHeadAttention(num_heads=2, key_dim=4)(x, x), (6, 8), None),
+        "layernorm": lambda: (seq(L.Dense(8), L.LayerNormalization()), (6, 8), None),
+        "batchnorm": lambda: (seq(L.Conv2D(6, 3), L.BatchNormalization(), L.ReLU()), (8, 8, 3), None),
+        "embedding": lambda: (seq(L.Embedding(30, 8), L.GlobalAveragePooling1D(), L.Dense(4)), (7,), 30),
+        "crop_pad": lambda: (seq(L.Cropping2D(((1, 0), (0, 2))), L.ZeroPadding2D(((0, 1), (2, 1))), L.Conv2D(4, 3)),
                      (8, 8, 3), None),
-        "reshape_permute_flatten": (seq(L.Reshape((4, 6)), L.Permute((2, 1)), L.Dense(3), L.Flatten(), L.Dense(5)),
+        "reshape_permute_flatten": lambda: (seq(L.Reshape((4, 6)), L.Permute((2, 1)), L.Dense(3), L.Flatten(), L.Dense(5)),
                                     (24,), None),
-        "concat_add_mul": (_branches(L), (6, 6, 3), None),
-        "prelu_elu_leaky": (seq(L.Dense(8), L.PReLU(), L.Dense(8), L.ELU(), L.Dense(8), L.LeakyReLU(0.2)),
+        "concat_add_mul": lambda: (_branches(L), (6, 6, 3), None),
+        "prelu_elu_leaky": lambda: (seq(L.Dense(8), L.PReLU(), L.Dense(8), L.ELU(), L.Dense(8), L.LeakyReLU(0.2)),
                             (10,), None),
-        "softmax_inner_axis": (seq(L.Conv2D(4, 1), L.Softmax(axis=1)), (5, 6, 3), None),
-        "global_max_pool1d": (seq(L.Dense(6), L.GlobalMaxPooling1D()), (9, 4), None),
+        "softmax_inner_axis": lambda: (seq(L.Conv2D(4, 1), L.Softmax(axis=1)), (5, 6, 3), None),
+        "global_max_pool1d": lambda: (seq(L.Dense(6), L.GlobalMaxPooling1D()), (9, 4), None),
         # weights of 1024 elements or more: the converter's dynamic-range and float16 modes leave
         # smaller constants float32, so these are the layers those modes really change
-        "dense_big": (seq(L.Dense(64, activation="relu"), L.Dense(40)), (32,), None),
-        "conv_big": (seq(L.Conv2D(16, 3, padding="same", activation="relu"), L.Conv2D(16, 3)), (8, 8, 16), None),
-        "lstm_big": (seq(L.LSTM(32, return_sequences=True)), (4, 16), None),
+        "dense_big": lambda: (seq(L.Dense(64, activation="relu"), L.Dense(40)), (32,), None),
+        "conv_big": lambda: (seq(L.Conv2D(16, 3, padding="same", activation="relu"), L.Conv2D(16, 3)), (8, 8, 16), None),
+        "lstm_big": lambda: (seq(L.LSTM(32, return_sequences=True)), (4, 16), None),
         # unroll=True: straight-line operators instead of the WHILE loop Keras 3 recurrent layers give
-        "gru_unroll_seq": (seq(L.GRU(6, return_sequences=True, unroll=True)), (5, 4), None),
-        "gru_unroll_last": (seq(L.GRU(6, unroll=True)), (5, 4), None),
-        "lstm_unroll_seq": (seq(L.LSTM(6, return_sequences=True, unroll=True)), (5, 4), None),
-        "lstm_unroll_last": (seq(L.LSTM(6, unroll=True)), (5, 4), None),
-        "bilstm_unroll_seq": (seq(L.Bidirectional(L.LSTM(5, return_sequences=True, unroll=True))), (5, 4), None),
-        "bigru_unroll_last": (seq(L.Bidirectional(L.GRU(5, unroll=True))), (5, 4), None),
-        "simplernn_unroll": (seq(L.SimpleRNN(6, return_sequences=True, unroll=True)), (5, 4), None),
+        "gru_unroll_seq": lambda: (seq(L.GRU(6, return_sequences=True, unroll=True)), (5, 4), None),
+        "gru_unroll_last": lambda: (seq(L.GRU(6, unroll=True)), (5, 4), None),
+        "lstm_unroll_seq": lambda: (seq(L.LSTM(6, return_sequences=True, unroll=True)), (5, 4), None),
+        "lstm_unroll_last": lambda: (seq(L.LSTM(6, unroll=True)), (5, 4), None),
+        "bilstm_unroll_seq": lambda: (seq(L.Bidirectional(L.LSTM(5, return_sequences=True, unroll=True))), (5, 4), None),
+        "bigru_unroll_last": lambda: (seq(L.Bidirectional(L.GRU(5, unroll=True))), (5, 4), None),
+        "simplernn_unroll": lambda: (seq(L.SimpleRNN(6, return_sequences=True, unroll=True)), (5, 4), None),
     }
 
 
@@ -137,6 +138,7 @@ def randomize(model, name):
 
 
 def build(tf, keras, name):
+    keras.backend.clear_session()  # (layer names restart: a model's bytes do not depend on the others)
     keras.utils.set_random_seed(seed_of(name) % 2**31)
     if name in APPS:
         kw, side = APPS[name]
@@ -144,7 +146,7 @@ def build(tf, keras, name):
         randomize(model, name)
         return model, [(1, side, side, 3)], None
     if name in layer_models(keras):
-        make, shape, vocab = layer_models(keras)[name]
+        make, shape, vocab = layer_models(keras)[name]()
         # Keras 3 recurrent layers convert only with a static batch (a dynamic one leaves a
         # TensorList the converter cannot lower): users fix it, so do we
         batch = 1 if re.search("gru|lstm|rnn", name) else None

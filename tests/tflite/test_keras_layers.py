@@ -4,7 +4,8 @@ sweep is docs/keras-sweep.md), through the CLI, against LiteRT's stored outputs.
 - 16x8 mode (int16 activations, int8 weights, int64 biases): refused at every target with the
   --dequantize hint; with --dequantize, a float32 network that matches LiteRT's int16 kernels
   to a few output steps on every runtime that reads the file.
-- Keras 3 recurrent layers: a WHILE loop, refused with the unroll=True hint."""
+- Keras 3 recurrent layers: a WHILE loop, refused with the unroll=True hint; unrolled
+  Bidirectional LSTMs reverse the backward sequence with REVERSE_V2 (every target)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,3 +52,36 @@ def test_16x8_model_with_dequantize_on_the_runtime(target, release, armnn_runner
 def test_keras3_recurrent_while_loop_is_refused_with_the_unroll_hint(target, capsys):
     lines = _refused(f"{GRU_WHILE}.tflite", target, capsys)
     assert len(lines) == 1 and "WHILE" in lines[0] and "unroll=True" in lines[0] and "[inexpressible]" in lines[0]
+
+
+BILSTM = MODELS / "keras_bilstm_unroll_seq"
+
+
+def _run(path, target, release, runner_for, tmp_path):
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{path}.tflite", "-o", str(out), "-q", "--target", target]) == 0
+    ref = np.load(f"{path}.npz")
+    got, = runner_for(release)(str(out), [ref["input_0"]])
+    return got.reshape(ref["output_0"].shape), ref["output_0"]
+
+
+@pytest.mark.parametrize("target, release", READS)
+def test_bidirectional_lstm_reverses_on_every_target(target, release, armnn_runner_for, tmp_path):
+    """REVERSE_V2 (the backward sequence): a ReverseV2 layer from 23.08, a constant-index
+    selection before (it was refused at 19.02 and 20.08)."""
+    got, want = _run(f"{BILSTM}.float32", target, release, armnn_runner_for, tmp_path)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target, release", [r for r in READS if r[0] != "19.02"])
+def test_int8_bidirectional_lstm_reverse_copies_the_bytes(target, release, armnn_runner_for, tmp_path):
+    """The int8 REVERSE_V2 has another output quantization than its input's, and LiteRT copies
+    the bytes: requantizing it (as before) put the backward half 26-31 levels off on 23.08."""
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_path=f"{BILSTM}.int8.tflite")
+    td = {t["index"]: t for t in it.get_tensor_details()}
+    rev, = [op for op in it._get_ops_details() if op["op_name"] == "REVERSE_V2"]
+    assert td[rev["inputs"][0]]["quantization"] != td[rev["outputs"][0]]["quantization"]
+    got, want = _run(f"{BILSTM}.int8", target, release, armnn_runner_for, tmp_path)
+    assert got.dtype == want.dtype == np.int8
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
