@@ -85,3 +85,16 @@ def test_int8_bidirectional_lstm_reverse_copies_the_bytes(target, release, armnn
     got, want = _run(f"{BILSTM}.int8", target, release, armnn_runner_for, tmp_path)
     assert got.dtype == want.dtype == np.int8
     assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+
+
+DYNAMIC = MODELS.parent / "ops" / "conv_fc.dynamic.tflite"
+
+
+@pytest.mark.parametrize("args, warned", [((), True), (("--dequantize",), False)])
+def test_dynamic_range_model_says_it_computes_in_float(args, warned, tmp_path, capsys):
+    """A dynamic-range file's weights become float32; the user is told once, with why LiteRT's
+    hybrid kernels give other numbers (Keras Dense/Conv2D: 0.005-0.02, docs/keras-sweep.md)."""
+    assert cli.main([str(DYNAMIC), "-o", str(tmp_path / "m.armnn"), *args]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "dynamic-range model" in ln]
+    assert len(lines) == (1 if warned else 0), lines
+    assert not warned or ("float32" in lines[0] and "hybrid kernels" in lines[0] and "--atol" in lines[0])
