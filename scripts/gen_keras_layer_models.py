@@ -2,7 +2,9 @@
 """Generate the Keras-layer reference models of the Keras sweep (docs/keras-sweep.md) into
 test_models/tflite/models (entries in its manifest.json).
 
-    /tmp/venv-with-tensorflow/bin/python scripts/gen_keras_layer_models.py   # TensorFlow: here only
+    /tmp/venv-with-tensorflow/bin/python scripts/gen_keras_layer_models.py ['REGEX of name.mode']
+(TensorFlow 2.21 is needed here only). The int8 calibration is not bit-reproducible from run to
+run (keras_bilstm_unroll_seq.int8 came out with other scales): regenerate only what you change.
 
 Each is one model of scripts/gen_keras_sweep.py (same seeded weights, same converter mode),
 stored as models/keras_<name>.<mode>.tflite with a .npz of seeded inputs and LiteRT's outputs
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +28,13 @@ from reference_io import merge_manifest, save_npz, seed_of  # noqa: E402
 
 # (sweep model, converter mode, builtin operators it is there for, note)
 REFS = [
+    # Keras 3 Dense on a 3-D input (dynamic batch): SHAPE -> GATHER -> REDUCE_PROD sizes its RESHAPE
+    ("layernorm", "float32", ["REDUCE_PROD", "SHAPE", "MEAN"],
+     "Keras 3 Dense(8) on (batch, 6, 8) + LayerNormalization: REDUCE_PROD of the input's SHAPE"),
+    ("reshape_permute_flatten", "float32", ["REDUCE_PROD", "TRANSPOSE"],
+     "Keras 3 Reshape((4, 6)) + Permute((2, 1)) + Dense(3) + Flatten + Dense(5), dynamic batch"),
+    ("global_max_pool1d", "int8", ["REDUCE_PROD", "REDUCE_MAX"],
+     "Keras 3 Dense(6) on (batch, 9, 4) + GlobalMaxPooling1D in full int8"),
     ("conv_big", "16x8", ["CONV_2D"],
      "Keras Conv2D(16, 3) x 2 in the converter's 16x8 mode (int16 activations, int8 weights, int64 "
      "biases, float I/O): refused at every target, a float32 network with --dequantize"),
@@ -81,7 +91,10 @@ def main() -> None:
     import tensorflow as tf
     out_dir = ROOT / "test_models" / "tflite"
     entries = []
+    only = sys.argv[1] if len(sys.argv) > 1 else ""  # a regex of "name.mode": regenerate those only
     for name, mode, tests, note in REFS:
+        if only and not re.search(only, f"{name}.{mode}"):
+            continue
         model, shapes, vocab = build(tf, keras, name)
         buf = convert(tf, model, name, shapes, vocab, mode)
         stem = f"models/keras_{name}.{mode}"

@@ -61,7 +61,11 @@ def _run(path, target, release, runner_for, tmp_path):
     out = tmp_path / "m.armnn"
     assert cli.main([f"{path}.tflite", "-o", str(out), "-q", "--target", target]) == 0
     ref = np.load(f"{path}.npz")
-    got, = runner_for(release)(str(out), [ref["input_0"]])
+    x = ref["input_0"]
+    shift = target == "19.02" and x.dtype == np.int8  # (19.02: int8 I/O becomes uint8, value + 128)
+    got, = runner_for(release)(str(out), [(x.astype(np.int16) + 128).astype(np.uint8) if shift else x])
+    if shift:
+        got = (got.astype(np.int16) - 128).astype(np.int8)
     return got.reshape(ref["output_0"].shape), ref["output_0"]
 
 
@@ -98,3 +102,19 @@ def test_dynamic_range_model_says_it_computes_in_float(args, warned, tmp_path, c
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "dynamic-range model" in ln]
     assert len(lines) == (1 if warned else 0), lines
     assert not warned or ("float32" in lines[0] and "hybrid kernels" in lines[0] and "--atol" in lines[0])
+
+
+@pytest.mark.parametrize("target, release", READS)
+@pytest.mark.parametrize("name", ["keras_layernorm.float32", "keras_reshape_permute_flatten.float32",
+                                  "keras_global_max_pool1d.int8"])
+def test_keras3_dense_on_a_sequence_folds_the_shape_product(name, target, release, armnn_runner_for, tmp_path):
+    """Keras 3's Dense on a 3-D input with a dynamic batch sizes its RESHAPE with the REDUCE_PROD
+    of a slice of SHAPE: a reduction of a constant, folded at conversion (it was refused)."""
+    from ai_edge_litert.interpreter import Interpreter
+    ops = [d["op_name"] for d in Interpreter(model_path=str(MODELS / f"{name}.tflite"))._get_ops_details()]
+    assert "SHAPE" in ops and "REDUCE_PROD" in ops
+    got, want = _run(MODELS / name, target, release, armnn_runner_for, tmp_path)
+    if want.dtype == np.int8:
+        assert got.dtype == np.int8 and np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
