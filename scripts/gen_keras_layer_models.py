@@ -35,6 +35,8 @@ REFS = [
      "Keras 3 Reshape((4, 6)) + Permute((2, 1)) + Dense(3) + Flatten + Dense(5), dynamic batch"),
     ("global_max_pool1d", "int8", ["REDUCE_PROD", "REDUCE_MAX"],
      "Keras 3 Dense(6) on (batch, 9, 4) + GlobalMaxPooling1D in full int8"),
+    ("tf_argmax", "float32", ["ARG_MAX"],
+     "tf.argmax(x, axis=-1) with its default int64 indices: Signed32 from --target 20.08 on"),
     ("conv_big", "16x8", ["CONV_2D"],
      "Keras Conv2D(16, 3) x 2 in the converter's 16x8 mode (int16 activations, int8 weights, int64 "
      "biases, float I/O): refused at every target, a float32 network with --dequantize"),

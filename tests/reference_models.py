@@ -30,6 +30,7 @@ NOT_CONVERTING_YET = {
     "tflite/models/keras_conv_big.16x8.tflite", "tflite/models/keras_gru_seq.float32.tflite",
     # (a QUANTIZE/DEQUANTIZE island inside: from --target 20.08 on)
     "tflite/models/keras_bilstm_unroll_seq.int8.tflite",
+    "tflite/models/keras_tf_argmax.float32.tflite",  # (ArgMinMax: 20.08)
 }
 # Operators of the 23.08 format only (LogicalBinary, LogicalNot; REVERSE_V2 is a constant-index
 # selection before 23.08, so it converts everywhere): refused by the default

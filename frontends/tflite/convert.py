@@ -145,6 +145,10 @@ class Ctx(Prescan, Edges):
             if self.dequantize and t.quant is not None:
                 return _F32
             return _QA8 if self.is_quant(i) else None
+        if t.type == INT64 and i in self.producer and self.m.operators[self.producer[i]].op in ("ARG_MAX", "ARG_MIN"):
+            # tf.argmax's default int64 indices: exact as Signed32 (Arm NN's ArgMinMax output), as in
+            # the ONNX frontend
+            return DataType.Signed32
         return _OTHER_TYPES.get(t.type)
 
     def const(self, i: int) -> np.ndarray:

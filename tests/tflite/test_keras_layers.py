@@ -118,3 +118,12 @@ def test_keras3_dense_on_a_sequence_folds_the_shape_product(name, target, releas
         assert got.dtype == np.int8 and np.abs(got.astype(int) - want.astype(int)).max() <= 1
     else:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target, release", [r for r in READS if r[0] != "19.02"])
+def test_tf_argmax_int64_indices_as_signed32(target, release, armnn_runner_for, tmp_path):
+    """tf.argmax's default output_type is int64: the indices come out as Signed32 (they were
+    refused: 'type INT64, which Arm NN's format cannot hold')."""
+    got, want = _run(MODELS / "keras_tf_argmax.float32", target, release, armnn_runner_for, tmp_path)
+    assert want.dtype == np.int64 and got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
