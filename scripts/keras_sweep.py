@@ -105,6 +105,7 @@ def short_refusal(lines) -> str:
         ln = re.sub(r"^armnn-import: error: [^:]+: ", "", ln)
         ln = re.sub(r"'[^']*'", "'...'", re.sub(r" \(node '[^']*'\)", "", ln))
         op, _, reason = ln.partition(": ")
+        reason = re.sub(r"; hint: .*?( \[[a-z-]+\])$", r"\1", reason)  # (the hints: docs/keras-sweep.md)
         seen.setdefault(reason or op, []).append(op if reason else "")
     return "refused: " + "; ".join(f"{r} ({', '.join(dict.fromkeys(o for o in ops if o))})"
                                    for r, ops in seen.items())
@@ -123,7 +124,10 @@ def markdown(results) -> str:
         if "converter" in res:
             rows.append(f"| {key} | converter: {res['converter'][:120]} | | |")
             continue
-        rows.append(f"| {key} | " + " | ".join(cell_text(res[t], t) for t in READS) + " |")
+        cells = [cell_text(res[t], t) for t in READS]
+        if cells[0].startswith("refused") and len(set(cells)) == 1:
+            cells = [cells[0].replace("refused:", "refused at every target:"), "", ""]
+        rows.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
