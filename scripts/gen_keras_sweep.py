@@ -200,6 +200,7 @@ def main():
             except Exception as e:  # the TFLite converter's own refusal: recorded, not ours
                 manifest[key] = {"skipped": f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"}
                 print(key, manifest[key], flush=True)
+                mpath.write_text(json.dumps(manifest, indent=1) + "\n")
                 continue
             (out / f"{key}.tflite").write_bytes(buf)
             manifest[key] = {"bytes": len(buf), "seconds": round(time.time() - t0, 1), "vocab": vocab}
