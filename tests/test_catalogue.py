@@ -3,6 +3,8 @@ and docs/operators.md, which is its --markdown output."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,9 @@ from tflite.BuiltinOperator import BuiltinOperator
 from armnn_import import cli
 from armnn_import.catalogue import format_markdown, registries
 from armnn_import.ir.types import LayerType
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
+from reference_models import NOT_CONVERTING_YET  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "operators.md"
@@ -73,7 +78,9 @@ def test_reference_models_ops_are_in_the_catalogue():
         m = tflite.Model.GetRootAsModel((MODELS / "tflite" / e["file"]).read_bytes(), 0)
         codes = {names[max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())]
                  for i in range(m.OperatorCodesLength())}
-        assert codes - tfl_ops == set(), e["file"]
+        # (a model kept to show a refusal may use an operator refused on purpose: a Keras 3 WHILE loop)
+        allowed = set(regs["tflite"].refusals()) if f"tflite/{e['file']}" in NOT_CONVERTING_YET else set()
+        assert codes - tfl_ops - allowed == set(), e["file"]
 
 
 def test_text_listing_and_format_filter(capsys):

@@ -19,7 +19,7 @@ from . import quant as Q
 from .edges import Edges
 from .model import TFModel, Tensor, load, read_model_file
 from .prescan import Prescan
-from .types import BOOL, FLOAT32, INT8, INT16, INT32, UINT8
+from .types import BOOL, FLOAT32, INT8, INT16, INT32, INT64, UINT8
 
 _NO_FACTS = OpEntry("", 1, None, None, ())  # an operator with no entry: the default facts
 FUSED = {0: None, 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH", 5: "SIGN_BIT"}
@@ -140,10 +140,15 @@ class Ctx(Prescan, Edges):
         t = self.m.tensors[i]
         if t.type == FLOAT32:
             return _F32
-        if t.type in (UINT8, INT8):
+        if t.type in (UINT8, INT8) or (t.type == INT16 and t.quant is not None):
+            # (16-bit: the converter's 16x8 mode, which only --dequantize takes)
             if self.dequantize and t.quant is not None:
                 return _F32
             return _QA8 if self.is_quant(i) else None
+        if t.type == INT64 and i in self.producer and self.m.operators[self.producer[i]].op in ("ARG_MAX", "ARG_MIN"):
+            # tf.argmax's default int64 indices: exact as Signed32 (Arm NN's ArgMinMax output), as in
+            # the ONNX frontend
+            return DataType.Signed32
         return _OTHER_TYPES.get(t.type)
 
     def const(self, i: int) -> np.ndarray:
@@ -153,7 +158,7 @@ class Ctx(Prescan, Edges):
         t = self.m.tensors[i]
         if t.data is None:
             raise Unsupported(f"tensor {t.name!r} must be a constant", code="needs-constant")
-        if t.quant is not None and t.type in (INT8, UINT8, INT32, INT16):
+        if t.quant is not None and t.type in (INT8, UINT8, INT32, INT16, INT64):  # (int64: 16x8 biases)
             return Q.dequantize(t.data, t.quant, t.shape)
         return t.data.astype(np.float32, copy=False)  # read-only for large constants (they alias the file)
 

@@ -51,7 +51,8 @@ class Prescan:
         for i in self.m.inputs:
             reason = self._io_reason(i)
             if reason:
-                problems.append(Problem("input", self.t(i).name, reason, code="unsupported-type"))
+                problems.append(Problem("input", self.t(i).name, reason, _type_hint(self.t(i)),
+                                        code="unsupported-type"))
         for op in self.m.operators:
             if op.index in self.skip:
                 continue
@@ -76,7 +77,9 @@ class Prescan:
         if t.type in (UINT8, INT8) and not t.quant.per_tensor:
             return f"tensor {t.name!r} is quantized per channel; Arm NN tensors have one scale"
         if t.type == INT16:
-            return f"16-bit quantized tensor {t.name!r}: Arm NN's format has only 8-bit quantization"
+            # (the 20.08 and 23.08 formats have QSymmS16, but no 16x8 lowering is written for them)
+            return (f"16-bit quantized tensor {t.name!r} (the TFLite converter's 16x8 mode): "
+                    "armnn-import writes 8-bit quantized networks only")
         if t.type == FLOAT16:
             return f"float16 activations ({t.name!r}) would need Float16 and Float32 in one network"
         return f"tensor {t.name!r} has type {t.type_name}, which Arm NN's format cannot hold"
@@ -109,7 +112,7 @@ class Prescan:
             if t.is_variable and i not in [op.inputs[k] for k in entry.state_inputs if k < len(op.inputs)]:
                 return f"tensor {t.name!r} is a variable (stateful models are not supported)"
             if not self.is_const(i) and self.dtype_of(i) is None:
-                return Refusal(self._type_reason(t), code="unsupported-type")
+                return Refusal(self._type_reason(t), _type_hint(t), code="unsupported-type")
         r = _option_problem(op)
         if r:
             return Refusal(r, code="bad-attribute")
@@ -165,6 +168,12 @@ class Prescan:
                         if entry.types != "compare" else
                         f"output {self.t(o).name!r} is {self.dtype_of(o).name}, not Boolean")
         return None
+
+
+def _type_hint(t: Tensor) -> str:
+    if t.type == INT16 and t.quant is not None:
+        return "--dequantize converts the model to a float32 network"
+    return ""
 
 
 def _refusal(r) -> Refusal:

@@ -5,7 +5,10 @@ from armnn_import.registry import OpRegistry
 REGISTRY = OpRegistry("tflite")
 
 # Operators refused with a specific reason (anything else unregistered is refused as unsupported-op).
-REGISTRY.refuse("WHILE", reason="control flow (a WHILE loop over subgraphs) has no Arm NN equivalent")
+# (Keras 3's LSTM, GRU and SimpleRNN convert to a WHILE loop; unroll=True gives plain operators)
+REGISTRY.refuse("WHILE", reason="control flow (a WHILE loop over subgraphs) has no Arm NN equivalent",
+                hint="a Keras recurrent layer (LSTM, GRU, SimpleRNN) becomes a WHILE loop: build it with "
+                     "unroll=True and a fixed sequence length")
 REGISTRY.refuse("IF", reason="control flow (IF over subgraphs) has no Arm NN equivalent")
 REGISTRY.refuse("CALL_ONCE",
                 reason="calls another subgraph (resource initialisation); only the main subgraph is converted")

@@ -33,7 +33,7 @@ def _check_arg(op, ctx):
     if not ctx.is_const(op.inputs[1]) or ctx.ints(op.inputs[1]).size != 1:
         return "the axis must be one constant"
     if ctx.dtype_of(op.outputs[0]) != DataType.Signed32:
-        return "int64 output: Arm NN's ArgMinMax gives int32 (convert with output_type=tf.int32)"
+        return "an output that is neither int32 nor int64"
     return None
 
 
@@ -50,4 +50,4 @@ def _arg(function):
 
 for _op, _fn in (("ARG_MAX", ArgMinMaxFunction.Max), ("ARG_MIN", ArgMinMaxFunction.Min)):
     REGISTRY.register(_op, since=1, until=3, types="free", check=_check_arg, layers=("ArgMinMax",), needs="20.08",
-                      notes="int32 output; ties give the first index")(_arg(_fn))
+                      notes="int32 output (int64 indices as Signed32); ties give the first index")(_arg(_fn))

@@ -1,14 +1,17 @@
 """Boolean operators and REVERSE_V2: layers of the 23.08 format (LogicalBinary, ElementwiseUnary
-LogicalNot, ReverseV2), so these need --target 23.08."""
+LogicalNot, ReverseV2), so the Boolean ones need --target 23.08; REVERSE_V2 is a constant-index
+selection before it."""
 from __future__ import annotations
 
 import numpy as np
 
-from armnn_import.ir.types import LogicalBinaryOperation, UnaryOperation
+from armnn_import.ir.types import LayerType, LogicalBinaryOperation, UnaryOperation
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.builder import through_float_exactly
+from armnn_import.lowering.qround import relabel
 
 from . import REGISTRY
+from .gather import gather_const
 
 
 def _bool_value(ctx, i):
@@ -47,17 +50,31 @@ def _check_reverse(op, ctx):
     return None if ctx.is_const(op.inputs[1]) else "the axes must be a constant"
 
 
-@REGISTRY.register("REVERSE_V2", since=1, until=3, check=_check_reverse, layers=("ReverseV2", "Constant"),
-                   needs="23.08", notes="the axes as a Signed32 Constant layer")
+@REGISTRY.register("REVERSE_V2", since=1, until=3, check=_check_reverse,
+                   layers=("ReverseV2", "Constant", "StridedSlice", "Merger", "FullyConnected", "Gather",
+                           "Permute", "Reshape"),
+                   notes="one ReverseV2 from the 23.08 format on (the axes a Signed32 Constant layer); "
+                         "before, a constant-index selection per axis (StridedSlices joined by a Merger)")
 def reverse_v2(ctx, op):
     x = ctx.port(op.inputs[0])
-    rank = x.info.rank
+    rank, name = x.info.rank, ctx.name(op)
     axes = [int(a) for a in ctx.ints(op.inputs[1]).reshape(-1)]
     if any(not -rank <= a < rank for a in axes):
         raise Unsupported(f"axes {axes} out of range for rank {rank}")
-    if rank > 4:
-        raise Unsupported(f"a {rank}-D input (Arm NN's ReverseV2 takes at most 4 dimensions)")
-    if not through_float_exactly(x.info):
-        raise Unsupported(f"a {x.info.dtype.name} input (Arm NN 23.08's ReverseV2 goes through float: "
-                          "only float and quantized values are copied exactly)")
-    return ctx.b.reverse(x, axes, ctx.name(op))
+    if ctx.b.g.target.has(LayerType.ReverseV2):
+        if rank > 4:
+            raise Unsupported(f"a {rank}-D input (Arm NN's ReverseV2 takes at most 4 dimensions)")
+        if not through_float_exactly(x.info):
+            raise Unsupported(f"a {x.info.dtype.name} input (Arm NN 23.08's ReverseV2 goes through float: "
+                              "only float and quantized values are copied exactly)")
+        y = ctx.b.reverse(x, axes, name)
+    else:  # (Keras 3's Bidirectional layers reverse the backward sequence)
+        y = x
+        for a in sorted({a % rank for a in axes}):
+            y = gather_const(ctx, y, a, np.arange(x.info.shape[a])[::-1], f"{name}_axis{a}")
+        ctx.report.decomposition("REVERSE_V2", "the reversed indices selected per axis (StridedSlices, a Merger)")
+    q = ctx.out_quant(op)
+    # LiteRT's REVERSE_V2 copies the bytes whatever the output's quantization (Keras 3's
+    # Bidirectional int8 gives it another one): the reversed bytes read with the output's, not
+    # a requantization
+    return y if q is None else relabel(ctx.b, y, q, f"{name}_bytes")

@@ -12,6 +12,7 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.pooling import mean_as_pool
 
 from .common import float_only as _float_only
+from .common import raw_value
 from .common import scalar_shape as _scalar_shape
 from . import REGISTRY
 
@@ -42,12 +43,27 @@ def _direct(ctx, x) -> bool:
         (x.info.dtype in (DataType.Float32, DataType.Float16) or x.info.dtype.is_quantized)
 
 
+_FOLD = {"MEAN": np.mean, "SUM": np.sum, "REDUCE_MAX": np.max, "REDUCE_MIN": np.min, "REDUCE_PROD": np.prod}
+
+
+def _fold(ctx, op) -> np.ndarray:
+    """A reduction of a constant, computed at conversion time: Keras 3 models with a dynamic
+    batch take the product of a SHAPE's slice to size their Flatten, Reshape and LayerNormalization."""
+    v = np.asarray(raw_value(ctx, op.inputs[0]))
+    axes = tuple(_axes(ctx, op, v.ndim))
+    if v.dtype.kind != "f" and op.op == "MEAN":
+        raise Unsupported("the mean of an integer constant (TFLite's integer rounding is not reproduced)")
+    keep = bool(op.options.get("keep_dims", False))
+    y = _FOLD[op.op](v.astype(np.float64) if v.dtype.kind == "f" else v, axis=axes, keepdims=keep)
+    return np.asarray(y).astype(np.float32 if v.dtype.kind == "f" else v.dtype)
+
+
 def _reduce(fn, op_kind=None, first=None):
     """fn: the decomposition; op_kind: the Reduce layer's operation where the target has it;
     first(ctx, x, axes, keep, name, q): a cheaper exact form tried before both (None: not here)."""
     def convert(ctx, op):
         if ctx.is_const(op.inputs[0]):
-            raise Unsupported("reduction of a constant")
+            return _fold(ctx, op)
         x = ctx.port(op.inputs[0])
         axes = _axes(ctx, op, x.info.rank)
         keep = bool(op.options.get("keep_dims", False))
@@ -67,7 +83,7 @@ def _reduce(fn, op_kind=None, first=None):
 _R = "Reduce"  # (from --target 23.08)
 
 
-@REGISTRY.register("MEAN", since=1, until=3, inputs=2, check=_check_reduce, layers=("Mean", _R, "Pooling2d", "Reshape"),
+@REGISTRY.register("MEAN", since=1, until=3, inputs=2, foldable=True, check=_check_reduce, layers=("Mean", _R, "Pooling2d", "Reshape"),
                    notes="from --target 23.08, over H and/or W of a 4-D tensor: an Average Pooling2d (quantized: any output quantization)")
 def mean(ctx, op):
     # over H and/or W (23.08 on): an Average Pooling2d, bit-identical and far cheaper (lowering/pooling.py);
@@ -79,7 +95,7 @@ def mean(ctx, op):
                    ReduceOperation.Mean, spatial)(ctx, op)
 
 
-@REGISTRY.register("SUM", since=1, until=2, inputs=2, check=_check_reduce, layers=("Mean", "Activation", _R),
+@REGISTRY.register("SUM", since=1, until=2, inputs=2, foldable=True, check=_check_reduce, layers=("Mean", "Activation", _R),
                    notes="before --target 23.08: Mean times the element count")
 def sum_(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
@@ -111,7 +127,7 @@ def pool_reduce(ctx, x, axes, keep, name, quant=None):
     return nb.reshape(y, _out_shape(shape, axes, keep), f"{name}_shape")
 
 
-@REGISTRY.register("REDUCE_MAX", since=1, until=3, inputs=2,
+@REGISTRY.register("REDUCE_MAX", since=1, until=3, inputs=2, foldable=True,
                    check=_check_reduce, layers=("Pooling2d", "Reshape", _R),
                    notes="before --target 23.08: a Max Pooling2d over the reduced elements")
 def reduce_max(ctx, op):
@@ -119,7 +135,7 @@ def reduce_max(ctx, op):
             ReduceOperation.Max)(ctx, op)
 
 
-@REGISTRY.register("REDUCE_MIN", since=1, until=3, inputs=2, check=_check_reduce,
+@REGISTRY.register("REDUCE_MIN", since=1, until=3, inputs=2, foldable=True, check=_check_reduce,
                    layers=("Activation", "Pooling2d", "Reshape", _R, "Permute"), notes="before --target 23.08: -max(-x)")
 def reduce_min(ctx, op):
     def lower(ctx, op, x, axes, keep, name, q):
@@ -136,7 +152,7 @@ def _check_prod(op, ctx):
     return _check_reduce(op, ctx) or _float_only(op, ctx)
 
 
-@REGISTRY.register("REDUCE_PROD", since=1, until=2, inputs=2, check=_check_prod,
+@REGISTRY.register("REDUCE_PROD", since=1, until=2, inputs=2, foldable=True, check=_check_prod,
                    layers=("StridedSlice", "Multiplication", "Merger", _R, "Reshape"),
                    notes="before --target 23.08: float only, pairwise products of halves, log2(n) levels per axis")
 def reduce_prod(ctx, op):

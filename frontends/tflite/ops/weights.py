@@ -11,6 +11,15 @@ from armnn_import.lowering.quant import requantize_weights
 from .. import quant as Q
 
 
+# A dynamic-range model's outputs on LiteRT are not its float computation: the hybrid kernels
+# quantize each activation to int8 on the fly (measured: 0.005-0.02 absolute on Keras Dense and
+# Conv2D layers, docs/keras-sweep.md), which no Arm NN layer does.
+DYNAMIC_RANGE_WARNING = (
+    "dynamic-range model: its 8-bit weights are dequantized and the network computes in float32 "
+    "(Arm NN has no hybrid kernels); LiteRT's hybrid kernels quantize activations to int8 on the fly, "
+    "so LiteRT's outputs differ from this network's by that rounding (verify needs e.g. --atol 0.05)")
+
+
 def const_weights(op, ctx, k=1):
     """Why the weights (input k) or the bias (input k + 1) are not constants, or None."""
     if not ctx.is_const(op.inputs[k]):
@@ -28,6 +37,8 @@ def float_weights(ctx, i: int, layer: str) -> np.ndarray:
             "layer": layer, "tensor": t.name,
             "decision": "8-bit weights dequantized to float32" +
                         (" (--dequantize)" if ctx.dequantize else " (dynamic-range model)")})
+        if not ctx.dequantize:  # (once: report.warn drops repeats)
+            ctx.report.warn(DYNAMIC_RANGE_WARNING)
     return ctx.const(i)
 
 

@@ -1,0 +1,129 @@
+"""Keras models as the TFLite converter writes them (scripts/gen_keras_layer_models.py; the whole
+sweep is docs/keras-sweep.md), through the CLI, against LiteRT's stored outputs.
+
+- 16x8 mode (int16 activations, int8 weights, int64 biases): refused at every target with the
+  --dequantize hint; with --dequantize, a float32 network that matches LiteRT's int16 kernels
+  to a few output steps on every runtime that reads the file.
+- Keras 3 recurrent layers: a WHILE loop, refused with the unroll=True hint; unrolled
+  Bidirectional LSTMs reverse the backward sequence with REVERSE_V2 (every target)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from armnn_import import cli
+
+MODELS = Path(__file__).resolve().parents[2] / "test_models" / "tflite" / "models"
+CONV_16X8 = MODELS / "keras_conv_big.16x8"
+GRU_WHILE = MODELS / "keras_gru_seq.float32"
+READS = [("19.02", "20.08"), ("19.02", "23.08"), ("20.08", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")]
+
+
+def _refused(path, target, capsys, *args):
+    code = cli.main([str(path), "-o", "/nonexistent/never.armnn", "--target", target, *args])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and "internal error" not in err, err
+    return [ln for ln in err.splitlines() if ln.startswith("armnn-import: error:")]
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+def test_16x8_model_is_refused_with_the_dequantize_hint(target, capsys):
+    lines = _refused(f"{CONV_16X8}.tflite", target, capsys)
+    assert lines and all("16-bit quantized tensor" in ln and "16x8 mode" in ln and
+                         "hint: --dequantize converts the model to a float32 network" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("target, release", READS)
+def test_16x8_model_with_dequantize_on_the_runtime(target, release, armnn_runner_for, tmp_path):
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{CONV_16X8}.tflite", "-o", str(out), "-q", "--target", target, "--dequantize"]) == 0
+    ref = np.load(f"{CONV_16X8}.npz")
+    got, = armnn_runner_for(release)(str(out), [ref["input_0"]])
+    want = ref["output_0"]
+    assert got.dtype == np.float32
+    # LiteRT computes in int16 (symmetric, scale = max |output| / 32767): a few of those steps apart
+    step = np.abs(want).max() / 32767
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=4 * step)
+
+
+@pytest.mark.parametrize("target", ["19.02", "23.08"])
+def test_keras3_recurrent_while_loop_is_refused_with_the_unroll_hint(target, capsys):
+    lines = _refused(f"{GRU_WHILE}.tflite", target, capsys)
+    assert len(lines) == 1 and "WHILE" in lines[0] and "unroll=True" in lines[0] and "[inexpressible]" in lines[0]
+
+
+BILSTM = MODELS / "keras_bilstm_unroll_seq"
+
+
+def _run(path, target, release, runner_for, tmp_path):
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{path}.tflite", "-o", str(out), "-q", "--target", target]) == 0
+    ref = np.load(f"{path}.npz")
+    x = ref["input_0"]
+    shift = target == "19.02" and x.dtype == np.int8  # (19.02: int8 I/O becomes uint8, value + 128)
+    got, = runner_for(release)(str(out), [(x.astype(np.int16) + 128).astype(np.uint8) if shift else x])
+    if shift:
+        got = (got.astype(np.int16) - 128).astype(np.int8)
+    return got.reshape(ref["output_0"].shape), ref["output_0"]
+
+
+@pytest.mark.parametrize("target, release", READS)
+def test_bidirectional_lstm_reverses_on_every_target(target, release, armnn_runner_for, tmp_path):
+    """REVERSE_V2 (the backward sequence): a ReverseV2 layer from 23.08, a constant-index
+    selection before (it was refused at 19.02 and 20.08)."""
+    got, want = _run(f"{BILSTM}.float32", target, release, armnn_runner_for, tmp_path)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target, release", [r for r in READS if r[0] != "19.02"])
+def test_int8_bidirectional_lstm_reverse_copies_the_bytes(target, release, armnn_runner_for, tmp_path):
+    """The int8 REVERSE_V2 has another output quantization than its input's, and LiteRT copies
+    the bytes: requantizing it (as before) put the backward half 26-31 levels off on 23.08."""
+    from ai_edge_litert.interpreter import Interpreter
+    it = Interpreter(model_path=f"{BILSTM}.int8.tflite")
+    td = {t["index"]: t for t in it.get_tensor_details()}
+    rev, = [op for op in it._get_ops_details() if op["op_name"] == "REVERSE_V2"]
+    assert td[rev["inputs"][0]]["quantization"] != td[rev["outputs"][0]]["quantization"]
+    got, want = _run(f"{BILSTM}.int8", target, release, armnn_runner_for, tmp_path)
+    assert got.dtype == want.dtype == np.int8
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+
+
+DYNAMIC = MODELS.parent / "ops" / "conv_fc.dynamic.tflite"
+
+
+@pytest.mark.parametrize("args, warned", [((), True), (("--dequantize",), False)])
+def test_dynamic_range_model_says_it_computes_in_float(args, warned, tmp_path, capsys):
+    """A dynamic-range file's weights become float32; the user is told once, with why LiteRT's
+    hybrid kernels give other numbers (Keras Dense/Conv2D: 0.005-0.02, docs/keras-sweep.md)."""
+    assert cli.main([str(DYNAMIC), "-o", str(tmp_path / "m.armnn"), *args]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "dynamic-range model" in ln]
+    assert len(lines) == (1 if warned else 0), lines
+    assert not warned or ("float32" in lines[0] and "hybrid kernels" in lines[0] and "--atol" in lines[0])
+
+
+@pytest.mark.parametrize("target, release", READS)
+@pytest.mark.parametrize("name", ["keras_layernorm.float32", "keras_reshape_permute_flatten.float32",
+                                  "keras_global_max_pool1d.int8"])
+def test_keras3_dense_on_a_sequence_folds_the_shape_product(name, target, release, armnn_runner_for, tmp_path):
+    """Keras 3's Dense on a 3-D input with a dynamic batch sizes its RESHAPE with the REDUCE_PROD
+    of a slice of SHAPE: a reduction of a constant, folded at conversion (it was refused)."""
+    from ai_edge_litert.interpreter import Interpreter
+    ops = [d["op_name"] for d in Interpreter(model_path=str(MODELS / f"{name}.tflite"))._get_ops_details()]
+    assert "SHAPE" in ops and "REDUCE_PROD" in ops
+    got, want = _run(MODELS / name, target, release, armnn_runner_for, tmp_path)
+    if want.dtype == np.int8:
+        assert got.dtype == np.int8 and np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("target, release", [r for r in READS if r[0] != "19.02"])
+def test_tf_argmax_int64_indices_as_signed32(target, release, armnn_runner_for, tmp_path):
+    """tf.argmax's default output_type is int64: the indices come out as Signed32 (they were
+    refused: 'type INT64, which Arm NN's format cannot hold')."""
+    got, want = _run(MODELS / "keras_tf_argmax.float32", target, release, armnn_runner_for, tmp_path)
+    assert want.dtype == np.int64 and got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
