@@ -21,16 +21,22 @@ class FormatLayers:
     def unary(self, x: Port, op, name: str, quant=None) -> Port:
         return self.add(LayerType.ElementwiseUnary, name, [x], D.ElementwiseUnaryDescriptor(op), quant=quant)
 
-    def prelu(self, x: Port, alpha, name: str) -> Port:
-        """x < 0 ? alpha * x : x (Prelu layer, the 20.08 format on), alpha a Port or a constant of
-        x's float type that broadcasts to x (a Constant layer: constant_layer)."""
-        if not isinstance(alpha, Port):
+    def prelu(self, x: Port, alpha, name: str, quant=None) -> Port:
+        """x < 0 ? alpha * x : x (Prelu layer, the 20.08 format on), alpha a Port, a ConstTensor of
+        x's type or float values for a float x, broadcast to x (a Constant layer: constant_layer).
+        CpuRef decodes x and alpha to float and encodes the result: one rounding when quantized."""
+        if isinstance(alpha, ConstTensor):
+            c = alpha
+            four = (1,) * (x.info.rank - len(c.shape)) + tuple(c.shape)
+            alpha = self.constant_layer(ConstTensor(c.data.reshape(four), c.info.with_shape(four), c.storage),
+                                        f"{name}_alpha")
+        elif not isinstance(alpha, Port):
             a = np.asarray(alpha, np.float32)
             a = a.reshape((1,) * (x.info.rank - a.ndim) + a.shape)
             alpha = self.constant_layer(a.astype(np.float16) if x.info.dtype == DataType.Float16 else a,
                                         f"{name}_alpha")
         x, alpha = self._equal_rank(x, alpha, name)
-        return self.add(LayerType.Prelu, name, [x, alpha])
+        return self.add(LayerType.Prelu, name, [x, alpha], quant=quant)
 
     def compare(self, op, a: Port, b: Port, name: str) -> Port:
         a, b = self._equal_rank(a, b, name)

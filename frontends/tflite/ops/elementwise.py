@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
-from armnn_import.ir.types import DataType
+from armnn_import.ir.types import ConstTensor, DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
@@ -291,7 +291,7 @@ def hard_swish(ctx, op):
 
 @REGISTRY.register("PRELU", since=1, until=1, inputs=2, types="all",
                    layers=("Activation", "BatchNormalization", "Addition", "Prelu", "Constant", "Reshape"),
-                   notes="LeakyReLu for a scalar alpha; else from --target 20.08 one Prelu layer (float), "
+                   notes="LeakyReLu for a scalar alpha; else from --target 20.08 one Prelu layer (8-bit: the model's alpha), "
                          "before it ReLu(x) + alpha * min(x, 0)")
 def prelu(ctx, op):
     nb, name, q = ctx.b, ctx.name(op), ctx.out_quant(op)
@@ -307,6 +307,12 @@ def prelu(ctx, op):
             ctx.is_const(ai) or ctx.port(ai).info.dtype == x.info.dtype):
         # x < 0 ? alpha * x : x, TFLite's own formula (x >= 0 ? x : alpha * x)
         return nb.prelu(x, ctx.const(ai) if ctx.is_const(ai) else ctx.port(ai), name)
+    if nb.target.has(L.Prelu) and x.info.dtype.is_quantized and ctx.is_quant(ai) and ctx.is_const(ai) \
+            and ctx.m.tensors[ai].type == ctx.m.tensors[op.inputs[0]].type:
+        # the 8-bit alpha as it is (uint8, or int8 + 128 as every 8-bit tensor here: lowering/int8.py)
+        t, (scale, zp) = ctx.m.tensors[ai], ctx.qparams(ai)
+        raw = t.data.astype(np.int16) + (128 if zp != int(t.quant.zero_point[0]) else 0)
+        return nb.prelu(x, ConstTensor.quantized(raw.reshape(t.shape), scale, zp), name, quant=q)
     pos = nb.clamp(x, 0.0, np.inf, f"{name}_pos")
     negp = nb.clamp(x, -np.inf, 0.0, f"{name}_neg")
     if not ctx.is_const(ai):
