@@ -106,7 +106,7 @@ def markdown(results: dict) -> str:
                 reason = re.sub(r"^.*?\): ", "", c["refused"][-1])
                 cells.append(f"refused: {reason[:110]}")
             else:
-                verdicts = " / ".join(v for k, v in c.items() if k != "layers")
+                verdicts = " / ".join(v + (" (exec.)" if "executor" in k else "") for k, v in c.items() if k != "layers")
                 cells.append(f"{c.get('layers')}, {verdicts}")
         rows.append(f"| {name} | {r.get('opset', '')} | " + " | ".join(cells) + " |")
     return "\n".join(head + rows)
@@ -117,15 +117,20 @@ def main():
     ap.add_argument("folder")
     ap.add_argument("--only")
     ap.add_argument("--executor-only", help="regex of model names verified on the numpy executor")
-    ap.add_argument("--json")
+    ap.add_argument("--json", action="append", help="results file (default FOLDER/sweep.json); "
+                                                     "with --markdown, several are merged")
     ap.add_argument("--markdown", action="store_true", help="print the table of --json and stop")
     args = ap.parse_args()
     folder = Path(args.folder)
-    jpath = Path(args.json) if args.json else folder / "sweep.json"
-    results = json.loads(jpath.read_text()) if jpath.exists() else {}
+    paths = [Path(p) for p in args.json] if args.json else [folder / "sweep.json"]
     if args.markdown:
-        print(markdown(results))
+        merged = {}
+        for p in paths:
+            merged.update(json.loads(p.read_text()))
+        print(markdown(merged))
         return
+    jpath = paths[0]
+    results = json.loads(jpath.read_text()) if jpath.exists() else {}
     work = folder / "work"
     work.mkdir(exist_ok=True)
     for model in sorted(folder.glob("*.onnx")):
