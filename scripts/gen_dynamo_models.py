@@ -12,6 +12,9 @@ optimizations off, checked against torch):
                       the dynamo decompositions of multi-head attention and LayerNorm
   dynamo_conv_block   Conv1d, ConvTranspose2d, GroupNorm, PixelShuffle, bilinear and nearest
                       Upsample in one small network
+  dynamo_encoder_op23, dynamo_conv_block_op23
+                      the same two at opset_version=23: attention as one Attention-23 node, GroupNorm
+                      as GroupNormalization-21 (per-channel scale and bias)
 Seeds are fixed; re-running gives the same files (the exporter's bytes depend on the torch version,
 recorded in each entry).
 """
@@ -78,13 +81,25 @@ def gen_onnx(out_dir: Path) -> None:
     import torch
 
     entries = []
-    for seed, (name, (make, shape, arch, exercises)) in enumerate(_networks().items(), start=60):
+    nets = _networks()
+    for base, extra in (("dynamo_encoder", ["Attention-23 (its function body)"]),
+                        ("dynamo_conv_block", ["GroupNormalization-21"])):
+        make, shape, arch, _ = nets[base]
+        nets[f"{base}_op23"] = (make, shape, arch + " (opset_version=23)", extra)
+    for seed, (name, (make, shape, arch, exercises)) in enumerate(nets.items(), start=60):
         torch.manual_seed(seed)
         model = make().eval()
         x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+        kw = {"opset_version": 23} if name.endswith("_op23") else {}
         prog = torch.onnx.export(model, (torch.from_numpy(x),), dynamo=True, input_names=["input"],
-                                 output_names=["output"])
-        proto = onnx.shape_inference.infer_shapes(prog.model_proto, strict_mode=True)
+                                 output_names=["output"], **kw)
+        proto = prog.model_proto
+        # the exporter records each node's Python stack (file paths, line numbers) and torch's
+        # names as metadata: dropped, so that the files do not depend on where this script runs
+        for item in [proto, proto.graph, *proto.graph.node, *proto.graph.value_info, *proto.graph.input,
+                     *proto.graph.output, *proto.graph.initializer]:
+            del item.metadata_props[:]
+        proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
         onnx.checker.check_model(proto, full_check=True)
         got = run_ort(proto.SerializeToString(), {"input": x})[0]
         with torch.no_grad():
