@@ -71,6 +71,18 @@ def to_uint8(q: np.ndarray) -> tuple[np.ndarray, int]:
     raise Unsupported(f"{q.dtype} quantized data; Arm NN's format has only 8-bit quantization")
 
 
+def absent_zero_point(elem_type: int | None) -> np.ndarray:
+    """The zero point a QuantizeLinear/DequantizeLinear without one uses: 0 of the quantized type
+    (QuantizeLinear's output_dtype since opset 21, uint8 when unset; DequantizeLinear's input type)."""
+    if elem_type in (None, 0, 2):  # TensorProto UNDEFINED, UINT8
+        return np.zeros((), np.uint8)
+    if elem_type == 3:  # TensorProto INT8
+        return np.zeros((), np.int8)
+    from onnx import TensorProto
+    name = TensorProto.DataType.Name(elem_type) if elem_type in TensorProto.DataType.values() else elem_type
+    raise Unsupported(f"{name} quantization; Arm NN's format has only 8-bit quantization")
+
+
 def qparams(scale, zero_point) -> tuple[float, int]:
     """(scale, uint8 offset) of per-tensor quantization parameters given as arrays."""
     scale = np.asarray(scale)
@@ -176,10 +188,12 @@ class QuantState:
         ins = list(node.input) + ["", ""]
         if ins[1] not in self.constants or (ins[2] and ins[2] not in self.constants):
             return None
-        if any(a.name == "block_size" and a.i for a in node.attribute):
+        attrs = {a.name: a.i for a in node.attribute if a.type == a.INT}
+        if attrs.get("block_size"):
             return None
         try:
-            return qparams(self.constants[ins[1]], self.constants.get(ins[2]) if ins[2] else None)
+            zp = self.constants[ins[2]] if ins[2] else absent_zero_point(attrs.get("output_dtype"))
+            return qparams(self.constants[ins[1]], zp)
         except Unsupported:
             return None
 
@@ -330,7 +344,7 @@ def fold_quant(node, values: dict) -> list:
             raise Unsupported(f"dequantizing {x.dtype} data")
         return [dequantized(x, scale, zp, axis if x.ndim else 0)]
     if zp is None:
-        zp = np.zeros((), np.int8 if node.attrs.get("output_dtype") == 3 else np.uint8)
+        zp = absent_zero_point(node.attrs.get("output_dtype"))
     if zp.dtype not in (np.int8, np.uint8):
         raise Unsupported(f"quantizing to {zp.dtype}")
     shape = [1] * x.ndim

@@ -299,7 +299,7 @@ def global_lp_pool(ctx, node):
 
 
 @register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d", "BatchToSpaceNd",
-                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice"),
+                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice", "BatchNormalization"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv_transpose(ctx, node):
     """Zero-insertion upsampling (Reshape + Pad + Reshape per axis), then an

@@ -78,7 +78,7 @@ def _affine(ctx, y: Port, scale, shift, axis, name):
 
 
 @register("InstanceNormalization", since=6, layers=("Mean", "Subtraction", "Rsqrt", "BatchNormalization",
-                                                   "InstanceNormalization", "Activation", "Multiplication"),
+                                                   "InstanceNormalization", "Activation", "Multiplication", "Reshape"),
           check=needs_const(1, 2, what="scale/bias"),
           notes="one InstanceNormalization (float) and the per-channel scale and bias from the 20.08 format on")
 def instance_norm(ctx, node):

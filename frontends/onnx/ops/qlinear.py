@@ -11,22 +11,31 @@ families: qconv.py, qmatrix.py, qelementwise.py, qpool.py."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
 
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported, perchannel
 
-from ..quant import DEQUANTIZE_HINT, check_port, dequantized, qparams
+from ..quant import DEQUANTIZE_HINT, absent_zero_point, check_port, dequantized, qparams
 from ..registry import all_checks, needs_const, register
 
 
 def _params(ctx, node, si: int, zi: int) -> tuple[float, int]:
     zp = ctx.const(node, zi, "zero point") if ctx.has(node, zi) else None
-    if zp is None and ctx.attr(node, "output_dtype") == TensorProto.INT8:
-        zp = np.zeros((), np.int8)
+    if zp is None and node.op == "QuantizeLinear":
+        zp = absent_zero_point(ctx.attr(node, "output_dtype"))
+    elif zp is None and node.op == "DequantizeLinear":  # the zero point of its input's type
+        zp = absent_zero_point(_elem_type(ctx, node.inputs[0]))
     return qparams(ctx.const(node, si, "scale"), zp)
+
+
+def _elem_type(ctx, name: str) -> int | None:
+    """The ONNX element type of a tensor: shape inference's, else the graph input's declaration."""
+    t = ctx.inferred_types.get(name)
+    if t:
+        return t
+    return next((i.type.tensor_type.elem_type for i in ctx.model.graph.input if i.name == name), None)
 
 
 def _scale(ctx, node, i) -> np.ndarray:
