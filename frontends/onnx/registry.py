@@ -38,7 +38,6 @@ REGISTRY.refuse("If", "Loop", "Scan",
 REGISTRY.refuse("Mod", reason="no modulo operation in Arm NN's early layer set")
 REGISTRY.refuse("BitShift", reason="no integer bit operations in Arm NN's early layer set")
 REGISTRY.refuse("Einsum", reason="no general tensor contraction in Arm NN's early layer set")
-REGISTRY.refuse("Hardmax", reason="needs ArgMax, which Arm NN's early layer set lacks")
 REGISTRY.refuse("MaxUnpool", reason="needs a scatter, which Arm NN's early layer set lacks")
 REGISTRY.refuse("MaxRoiPool", "RoiAlign", reason="no region-of-interest pooling in Arm NN's early layer set")
 # refused even when their inputs are constant (folding them would fix one draw)
