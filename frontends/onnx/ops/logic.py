@@ -166,24 +166,43 @@ _LOGIC_MASKS = {"and": _mask_and, "or": _mask_or, "xor": _mask_xor,
 
 
 def _booleans(ctx, vals) -> bool:
-    """Whether the operands are run-time Boolean tensors that a 23.08 Boolean layer can take."""
-    return ctx.b.target.has(L.LogicalBinary) and all(
-        isinstance(v, Port) and v.info.dtype == DataType.Boolean and v not in ctx.bool_float for v in vals)
+    """Whether the operands are run-time Boolean tensors that a Boolean layer can take (Comparison,
+    from the 20.08 format on; LogicalBinary and LogicalNot from 23.08)."""
+    if not (ctx.b.target.has(L.Comparison) and all(
+            isinstance(v, Port) and v.info.dtype == DataType.Boolean and v not in ctx.bool_float for v in vals)):
+        return False
+    if not ctx.b.target.has(L.LogicalBinary) and len({v.info.rank for v in vals}) > 1:
+        raise Unsupported("Boolean operands of different ranks: CpuRef 20.08 reshapes no Boolean tensor, and "
+                          "its Comparison broadcasts only operands of one rank",
+                          "convert with --target 23.08 (LogicalBinary)", code="needs-target")
+    return True
+
+
+def _not_compared(ctx, v: Port, n: str) -> Port:
+    """!v for a Boolean v in the 20.08 format, which has no LogicalNot: v == (v != v), the second
+    all false (CpuRef 20.08 compares Boolean tensors; it has no Boolean Constant)."""
+    from armnn_import.ir.types import ComparisonOperation
+    false = ctx.b.compare(ComparisonOperation.NotEqual, v, v, f"{n}_false")
+    return ctx.b.compare(ComparisonOperation.Equal, v, false, n)
 
 
 def _logical(ctx, node, kind):
     from armnn_import.ir.types import ComparisonOperation, LogicalBinaryOperation, UnaryOperation
     vals, n = [ctx.val(node, i) for i in range(len(node.inputs))], ctx.name(node)
+    logical = ctx.b.target.has(L.LogicalBinary)
     if kind == "not":
-        y = ctx.b.unary(vals[0], UnaryOperation.LogicalNot, n)
+        y = ctx.b.unary(vals[0], UnaryOperation.LogicalNot, n) if logical else _not_compared(ctx, vals[0], n)
         ctx.bool_src[y] = ("not", vals[0], None, n)
         return y
     a, b = vals
     if kind == "xor":
         y = ctx.b.compare(ComparisonOperation.NotEqual, a, b, n)
-    else:
+    elif logical:
         op = LogicalBinaryOperation.LogicalAnd if kind == "and" else LogicalBinaryOperation.LogicalOr
         y = ctx.b.logical(op, a, b, n)
+    else:  # on 0/1 Booleans a > !b is a and b, a >= !b is a or b
+        op = ComparisonOperation.Greater if kind == "and" else ComparisonOperation.GreaterOrEqual
+        y = ctx.b.compare(op, a, _not_compared(ctx, b, f"{n}_not_b"), n)
     y = ctx.to_shape(y, broadcast(ctx.lshape(a), ctx.lshape(b)), f"{n}_shape")
     ctx.bool_src[y] = (kind, a, b, n)
     return y
@@ -191,7 +210,7 @@ def _logical(ctx, node, kind):
 
 
 
-@register("Not", since=1, layers=("Activation", "ElementwiseUnary"))
+@register("Not", since=1, layers=("Activation", "ElementwiseUnary", "Comparison"))
 def not_(ctx, node):
     """Not(Equal(a, b)) is the Boolean a != b (true for NaN, false for equal infinities);
     any other Not works on float masks."""
@@ -205,7 +224,7 @@ def not_(ctx, node):
     return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
 
 
-@register("And", since=7, layers=("Multiplication", "LogicalBinary", "Reshape"))
+@register("And", since=7, layers=("Multiplication", "LogicalBinary", "Comparison", "Reshape"))
 def and_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "and")
@@ -213,7 +232,7 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice"))
+@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Comparison", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice"))
 def or_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "or")
