@@ -187,8 +187,11 @@ def _not_compared(ctx, v: Port, n: str) -> Port:
 
 
 def _logical(ctx, node, kind):
+    return _logical_of(ctx, kind, [ctx.val(node, i) for i in range(len(node.inputs))], ctx.name(node))
+
+
+def _logical_of(ctx, kind, vals, n):
     from armnn_import.ir.types import ComparisonOperation, LogicalBinaryOperation, UnaryOperation
-    vals, n = [ctx.val(node, i) for i in range(len(node.inputs))], ctx.name(node)
     logical = ctx.b.target.has(L.LogicalBinary)
     if kind == "not":
         y = ctx.b.unary(vals[0], UnaryOperation.LogicalNot, n) if logical else _not_compared(ctx, vals[0], n)
@@ -315,3 +318,42 @@ def shrink(ctx, node):
     hi = b.binary(L.Multiplication, b.linear(x, 1.0, -bias, f"{n}_xmb"),
                   step(ctx, b.linear(x, 1.0, -lam, f"{n}_hit"), f"{n}_hi"), f"{n}_hiv")
     return b.binary(L.Addition, lo, hi, n)
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+@register("IsInf", since=10, layers=("Activation", "Greater"))
+def is_inf(ctx, node):
+    """|x| > FLT_MAX (x > FLT_MAX, -x > FLT_MAX for one sign), exact for NaN too (no comparison
+    with NaN holds). The FLT_MAX tensor is BoundedReLu(x, a=b=FLT_MAX) = min(a, max(b, x)), which is
+    FLT_MAX for every x, NaN and infinities included (std::max(b, NaN) is b)."""
+    x, n = ctx.port(node, 0), ctx.name(node)
+    pos, neg = ctx.attr(node, "detect_positive", 1), ctx.attr(node, "detect_negative", 1)
+    half = getattr(ctx.report, "float16_network", False)
+    big = 65504.0 if half else _FLT_MAX  # the largest finite value
+    top = ctx.b.activation(x, AF.BoundedReLu, f"{n}_max", a=big, b=big)
+    ctx.report.decomposition("IsInf", "Greater(|x|, FLT_MAX), FLT_MAX from BoundedReLu")
+    if pos and neg and not half:
+        return compare(ctx, "gt", ctx.b.activation(x, AF.Abs, f"{n}_abs"), top, n)
+    if not (pos or neg):  # detects nothing: all false (nothing exceeds FLT_MAX's own tensor)
+        return compare(ctx, "gt", top, top, n)
+    # one comparison per sign with x itself: CpuRef 23.08 writes a Float16 inf as 65504 (an Abs or
+    # a negation of a Float16 inf gives 65504), so a Float16 x is compared before any layer
+    bottom = ctx.b.activation(x, AF.BoundedReLu, f"{n}_min", a=-big, b=-big) if neg else None
+    p = compare(ctx, "gt", x, top, n if not neg else f"{n}_pos") if pos else None
+    q = compare(ctx, "gt", bottom, x, n if not pos else f"{n}_neg") if neg else None
+    if p is None or q is None:
+        return p if q is None else q
+    if _booleans(ctx, [p, q]):
+        return _logical_of(ctx, "or", [p, q], n)
+    return _boolean_result(ctx, binary(ctx, L.Maximum, float01(ctx, p, f"{n}_pm"), float01(ctx, q, f"{n}_qm"), n))
+
+
+@register("IsNaN", since=9, layers=("Comparison",), needs="20.08")
+def is_nan(ctx, node):
+    """x != x (a Comparison NotEqual). It keeps no float mask: the finite-exact masks of
+    comparisons are wrong for exactly the NaNs this finds, so a Where on it is refused."""
+    from armnn_import.ir.types import ComparisonOperation
+    x = ctx.port(node, 0)
+    return ctx.b.compare(ComparisonOperation.NotEqual, x, x, ctx.name(node))
