@@ -31,7 +31,7 @@ def varying_axis(c: np.ndarray, rank: int):
 
 
 # the binary layers that CpuRef computes on Signed32 tensors in integers (exact; not Division)
-_INT_LAYERS = frozenset({LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication, LayerType.Maximum,
+INT_LAYERS = frozenset({LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication, LayerType.Maximum,
                          LayerType.Minimum, LayerType.Greater, LayerType.Equal})
 
 
@@ -44,7 +44,7 @@ def binary(ctx, ltype: LayerType, a, b, name: str) -> Port:
     else:
         x, c, first = (a, b, False) if isinstance(a, Port) else (b, a, True)
         c = np.asarray(c)
-        if x.info.dtype == DataType.Signed32 and c.dtype.kind in "iu" and ltype in _INT_LAYERS:
+        if x.info.dtype == DataType.Signed32 and c.dtype.kind in "iu" and ltype in INT_LAYERS:
             # int32 arithmetic and comparisons of CpuRef (20.08 and 23.08) with an int32 Constant layer
             k = ctx.materialize(c, f"{name}_const")
             y = ctx.b.binary(ltype, k, x, name) if first else ctx.b.binary(ltype, x, k, name)

@@ -113,17 +113,17 @@ def _boolean_result(ctx, port):
     return port
 
 
-@register("Equal", since=7, layers=("Equal", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Equal", since=7, layers=("Equal", "Activation", "Reshape", "FullyConnected", "StridedSlice", "Constant"))
 def equal(ctx, node):
     return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Greater", since=7, layers=("Greater", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Greater", since=7, layers=("Greater", "Reshape", "FullyConnected", "StridedSlice", "Constant"))
 def greater(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 
 
-@register("Less", since=7, layers=("Greater", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Less", since=7, layers=("Greater", "Activation", "Reshape", "FullyConnected", "StridedSlice", "Constant"))
 def less(ctx, node):
     return compare(ctx, "gt", ctx.val(node, 1), ctx.val(node, 0), ctx.name(node))
 
