@@ -1,5 +1,5 @@
 """Operators of the ONNX node suite that had an exact lowering but were refused (session 10):
-Hardmax, Trilu of integers, IsInf, IsNaN, And/Or/Xor/Not of Boolean inputs in the 20.08
+Hardmax, Trilu of integers, IsInf, IsNaN, Softplus (23.08), And/Or/Xor/Not of Boolean inputs in the 20.08
 format, and int32 arithmetic with an integer constant. Each written file (the CLI's) runs on
 the real Arm NN runtimes that read its target and must give onnxruntime's values exactly,
 with NaN and infinities in the inputs where they matter."""
@@ -28,8 +28,9 @@ def model(node, inputs, out_type, opset=18, inits=()):
     return h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=9)
 
 
-def check_on_runtimes(m, feeds, target, armnn_runner_for, tmp_path):
-    """The CLI's file for `target` on every runtime that reads it equals onnxruntime's output."""
+def check_on_runtimes(m, feeds, target, armnn_runner_for, tmp_path, atol=None):
+    """The CLI's file for `target` on every runtime that reads it equals onnxruntime's output
+    (within `atol` and the same relative tolerance, where float rounding may differ)."""
     src, out = tmp_path / "m.onnx", tmp_path / f"m.{target}.armnn"
     onnx.save(m, src)
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
@@ -39,6 +40,9 @@ def check_on_runtimes(m, feeds, target, armnn_runner_for, tmp_path):
     for release in READERS[target]:
         (got,) = armnn_runner_for(release)(out.read_bytes(), xs)
         assert got.shape == want.shape, (release, got.shape, want.shape)
+        if atol is not None:
+            np.testing.assert_allclose(got, want, rtol=atol, atol=atol, err_msg=f"--target {target} on {release}")
+            continue
         np.testing.assert_array_equal(got.astype(want.dtype) if want.dtype != np.int64 else got.astype(np.int64),
                                       want, err_msg=f"--target {target} on Arm NN {release}")
 
@@ -142,3 +146,20 @@ def test_int_with_constant(op, out, target, armnn_runner_for, tmp_path):
     m = model(h.make_node(op, ["x", "c"], ["y"]), [("x", TP.INT64, (3, 4))], out, 18, [c])
     x = RNG.integers(-9, 9, (3, 4)).astype(np.int64)
     check_on_runtimes(m, {"x": x}, target, armnn_runner_for, tmp_path)
+
+
+# -- Softplus (23.08 format: max(x, 0) - log(sigmoid(|x|))) ---------------------------------------
+def test_softplus_and_the_mish_it_makes_23_08(armnn_runner_for, tmp_path):
+    """Softplus over -100..100 with infinities and NaN (onnxruntime gives x, not inf, past x = 88), and
+    torch's Mish before opset 18 (x * tanh(softplus(x))), within float rounding of onnxruntime."""
+    x = np.concatenate([np.linspace(-100, 100, 397), [np.inf, -np.inf, np.nan, 88.5, 89.0, 0.0]]).astype(np.float32)
+    x = x.reshape(1, -1)
+    m = model(h.make_node("Softplus", ["x"], ["y"]), [("x", TP.FLOAT, x.shape)], TP.FLOAT, 17)
+    check_on_runtimes(m, {"x": x}, "23.08", armnn_runner_for, tmp_path, atol=1e-6)
+    g = h.make_graph([h.make_node("Softplus", ["x"], ["s"]), h.make_node("Tanh", ["s"], ["t"]),
+                      h.make_node("Mul", ["x", "t"], ["y"])], "mish", [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
+                     [h.make_tensor_value_info("y", TP.FLOAT, None)])
+    mish = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=9)
+    check_on_runtimes(mish, {"x": (RNG.standard_normal((1, 3, 8, 8)) * 4).astype(np.float32)}, "23.08",
+                      armnn_runner_for, tmp_path, atol=1e-5)
+    assert refused(m, "20.08").code == "needs-target"

@@ -275,3 +275,18 @@ def _unary(op):
 
 register("Log", since=6, layers=("ElementwiseUnary",), needs="23.08")(_unary(UnaryOperation.Log))
 register("Sin", since=7, layers=("ElementwiseUnary",), needs="23.08")(_unary(UnaryOperation.Sin))
+
+
+@register("Softplus", since=1, layers=("Activation", "ElementwiseUnary", "Subtraction"), needs="23.08",
+          notes="max(x, 0) - log(sigmoid(|x|)): no overflow for large x, as onnxruntime")
+def softplus(ctx, node):
+    """log(1 + e^x) = max(x, 0) + log(1 + e^-|x|) = max(x, 0) - log(sigmoid(|x|)): the definition
+    rearranged so that e^x never overflows (onnxruntime gives x, not inf, for x > 88), exact up to
+    float rounding (within 1e-7 of onnxruntime's log1p). It needs the Log of the 23.08 format;
+    the SoftReLu activation cannot serve: Arm NN 20.08 reads it as Sigmoid, and 23.08's computes
+    log(1 + e^x), which is inf past x = 88."""
+    x, n = ctx.port(node, 0), ctx.name(node)
+    ctx.report.decomposition("Softplus", "max(x, 0) - log(sigmoid(|x|))")
+    sig = ctx.b.activation(ctx.b.activation(x, AF.Abs, f"{n}_abs"), AF.Sigmoid, f"{n}_sig")
+    log = ctx.b.unary(sig, UnaryOperation.Log, f"{n}_log")
+    return ctx.b.binary(L.Subtraction, ctx.b.activation(x, AF.ReLu, f"{n}_relu"), log, n)
