@@ -148,18 +148,26 @@ def test_int_with_constant(op, out, target, armnn_runner_for, tmp_path):
     check_on_runtimes(m, {"x": x}, target, armnn_runner_for, tmp_path)
 
 
-# -- Softplus (23.08 format: max(x, 0) - log(sigmoid(|x|))) ---------------------------------------
-def test_softplus_and_the_mish_it_makes_23_08(armnn_runner_for, tmp_path):
-    """Softplus over -100..100 with infinities and NaN (onnxruntime gives x, not inf, past x = 88), and
-    torch's Mish before opset 18 (x * tanh(softplus(x))), within float rounding of onnxruntime."""
+# -- Softplus (23.08 format: max(x, 0) - log(sigmoid(|x|))), and tanh(softplus(x)) on every target ----
+def test_softplus_23_08(armnn_runner_for, tmp_path):
+    """Softplus over -100..100 with infinities and NaN (onnxruntime gives x, not inf, past x = 88),
+    within float rounding of onnxruntime; below 23.08 (no Log) a Softplus that is a graph output is refused."""
     x = np.concatenate([np.linspace(-100, 100, 397), [np.inf, -np.inf, np.nan, 88.5, 89.0, 0.0]]).astype(np.float32)
     x = x.reshape(1, -1)
     m = model(h.make_node("Softplus", ["x"], ["y"]), [("x", TP.FLOAT, x.shape)], TP.FLOAT, 17)
     check_on_runtimes(m, {"x": x}, "23.08", armnn_runner_for, tmp_path, atol=1e-6)
+    p = refused(m, "20.08")
+    assert p.code == "needs-target" and "23.08" in p.hint, p
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+def test_mish_before_opset_18(target, armnn_runner_for, tmp_path):
+    """torch's Mish exported before opset 18: x * tanh(softplus(x)). Below 23.08 the Softplus that only
+    Tanh reads becomes the Mish lowering's log-free fraction."""
     g = h.make_graph([h.make_node("Softplus", ["x"], ["s"]), h.make_node("Tanh", ["s"], ["t"]),
                       h.make_node("Mul", ["x", "t"], ["y"])], "mish", [h.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
                      [h.make_tensor_value_info("y", TP.FLOAT, None)])
     mish = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=9)
-    check_on_runtimes(mish, {"x": (RNG.standard_normal((1, 3, 8, 8)) * 4).astype(np.float32)}, "23.08",
-                      armnn_runner_for, tmp_path, atol=1e-5)
-    assert refused(m, "20.08").code == "needs-target"
+    x = (RNG.standard_normal((1, 3, 8, 8)) * 8).astype(np.float32)
+    x.flat[:4] = [30.0, -30.0, 90.0, -90.0]
+    check_on_runtimes(mish, {"x": x}, target, armnn_runner_for, tmp_path, atol=1e-5)
