@@ -171,3 +171,31 @@ def test_mish_before_opset_18(target, armnn_runner_for, tmp_path):
     x = (RNG.standard_normal((1, 3, 8, 8)) * 8).astype(np.float32)
     x.flat[:4] = [30.0, -30.0, 90.0, -90.0]
     check_on_runtimes(mish, {"x": x}, target, armnn_runner_for, tmp_path, atol=1e-5)
+
+
+def test_boolean_input_with_comparisons_20_08(armnn_runner_for, tmp_path):
+    """A Boolean graph input And a float comparison, its Not, and a Where and Cast on comparisons:
+    the Boolean-input part is Comparison layers, the comparison-only part keeps its float masks."""
+    nodes = [h.make_node("Greater", ["a", "b"], ["g"]), h.make_node("Less", ["a", "zero"], ["l"]),
+             h.make_node("Or", ["g", "l"], ["o"]), h.make_node("Not", ["o"], ["n"]),
+             h.make_node("Where", ["n", "a", "b"], ["w"]), h.make_node("And", ["m", "g"], ["am"]),
+             h.make_node("Not", ["am"], ["y"])]
+    g = h.make_graph(nodes, "mix", [h.make_tensor_value_info("a", TP.FLOAT, [3, 4]),
+                                    h.make_tensor_value_info("b", TP.FLOAT, [3, 4]),
+                                    h.make_tensor_value_info("m", TP.BOOL, [3, 4])],
+                     [h.make_tensor_value_info("y", TP.BOOL, None), h.make_tensor_value_info("w", TP.FLOAT, None)],
+                     [nh.from_array(np.array(0.0, np.float32), "zero")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 17)], ir_version=9)
+    feeds = {"a": RNG.standard_normal((3, 4)).astype(np.float32), "b": RNG.standard_normal((3, 4)).astype(np.float32),
+             "m": RNG.random((3, 4)) > 0.5}
+    src = tmp_path / "mix.onnx"
+    onnx.save(m, src)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    out = tmp_path / "mix.armnn"
+    assert cli.main([str(src), "-o", str(out), "-q", "--target", "20.08"]) == 0
+    net = armnn_import.convert(m, target="20.08").network
+    xs = [feeds[layer.name] for layer in net.input_layers]
+    for release in READERS["20.08"]:
+        got = armnn_runner_for(release)(out.read_bytes(), xs)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.reshape(b.shape), b, err_msg=release)

@@ -171,11 +171,26 @@ def _booleans(ctx, vals) -> bool:
     if not (ctx.b.target.has(L.Comparison) and all(
             isinstance(v, Port) and v.info.dtype == DataType.Boolean and v not in ctx.bool_float for v in vals)):
         return False
+    if not ctx.b.target.has(L.LogicalBinary) and all(_has_mask(ctx, v) for v in vals):
+        return False  # 20.08: operands of float comparisons keep their masks (fewer layers than Comparisons)
     if not ctx.b.target.has(L.LogicalBinary) and len({v.info.rank for v in vals}) > 1:
         raise Unsupported("Boolean operands of different ranks: CpuRef 20.08 reshapes no Boolean tensor, and "
                           "its Comparison broadcasts only operands of one rank",
                           "convert with --target 23.08 (LogicalBinary)", code="needs-target")
     return True
+
+
+def _has_mask(ctx, v) -> bool:
+    """Whether float01() can make v's 0/1 mask: a constant, or a Boolean of float comparisons."""
+    if not isinstance(v, Port) or v in ctx.bool_float or v in ctx.bool_cache:
+        return True
+    src = ctx.bool_src.get(v)
+    if src is None:
+        return False
+    kind, a, b, _ = src
+    if kind in _LOGIC_MASKS:
+        return all(_has_mask(ctx, o) for o in (a, b) if o is not None)
+    return all(not isinstance(o, Port) or o.info.dtype == DataType.Float32 for o in (a, b))
 
 
 def _not_compared(ctx, v: Port, n: str) -> Port:
