@@ -338,7 +338,8 @@ def shrink(ctx, node):
 _FLT_MAX = float(np.finfo(np.float32).max)
 
 
-@register("IsInf", since=10, layers=("Activation", "Greater"))
+@register("IsInf", since=10, layers=("Activation", "Greater", "Comparison", "LogicalBinary", "Maximum", "Floor",
+                                         "Subtraction"))
 def is_inf(ctx, node):
     """|x| > FLT_MAX (x > FLT_MAX, -x > FLT_MAX for one sign), exact for NaN too (no comparison
     with NaN holds). The FLT_MAX tensor is BoundedReLu(x, a=b=FLT_MAX) = min(a, max(b, x)), which is

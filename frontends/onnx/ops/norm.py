@@ -263,14 +263,10 @@ def _hardmax(ctx, x: Port, axis: int, n: str) -> Port:
     return ctx.b.permute(rows, tuple(range(axis)) + (rank - 1,) + tuple(range(axis, rank - 1)), n)
 
 
-@register("Hardmax", since=1, until=12, layers=("ArgMinMax", "Gather", "Constant", "Reshape"), needs="20.08",
-          notes="on x flattened to 2-D at axis")
-def hardmax_flat(ctx, node):
-    return _on_2d(ctx, node, lambda flat, n: _hardmax(ctx, flat, 1, n))
-
-
-@register("Hardmax", since=13, layers=("ArgMinMax", "Gather", "Constant", "Permute", "Reshape"), needs="20.08",
-          notes="the first largest value of a tie, as ONNX says")
+@register("Hardmax", since=1, layers=("ArgMinMax", "Gather", "Constant", "Permute", "Reshape"), needs="20.08",
+          notes="the first largest value of a tie, as ONNX says; before opset 13 on x flattened to 2-D at axis")
 def hardmax(ctx, node):
+    if ctx.opset < 13:
+        return _on_2d(ctx, node, lambda flat, n: _hardmax(ctx, flat, 1, n))
     x = ctx.port(node, 0)
     return _hardmax(ctx, x, norm_axes([ctx.attr(node, "axis", -1)], x.info.rank)[0], ctx.name(node))
