@@ -42,6 +42,11 @@ class LoweringContext:
         v = self.values.get(node.inputs[i]) if self.has(node, i) else None
         return v if isinstance(v, np.ndarray) else None
 
+    def readers(self, name: str) -> list:
+        """The nodes that read tensor `name`, and None for a graph output (as the pre-scan's)."""
+        return [n for n in self.nodes if name in n.inputs] + (
+            [None] if any(o.name == name for o in self.model.graph.output) else [])
+
     def val(self, node, i):
         """Input i: a Port (runtime), a numpy array (constant) or None (absent)."""
         return self.values[node.inputs[i]] if self.has(node, i) else None

@@ -106,6 +106,7 @@ class Converter(LoweringContext):
         self.guessed_dim0: set[str] = set()   # inputs whose symbolic first dimension was set to 1
         self.problems: list[Problem] = []
         self.float32_casts: set[str] = set()  # Casts to float32 in a float16 model (float16.py)
+        self.softplus_exp: set[Port] = set()  # Softplus read by Tanh alone, below 23.08 (ops/activation.py)
         self._entries: dict[tuple, object] = {}  # (op, opset) -> registry entry or None (registry_entry)
 
     # -- setup --------------------------------------------------------------

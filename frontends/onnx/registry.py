@@ -17,9 +17,6 @@ register = REGISTRY.register
 # ReduceLogSum, ArgMax/ArgMin and (De)QuantizeLinear were here too, before they had converters for
 # the richer targets: their entries refuse the older formats with needs-target, and no opset
 # lacks an entry, so these reasons were never shown. tests/test_reason_codes.py keeps the two apart.)
-REGISTRY.refuse("Softplus",
-                reason="needs a logarithm: Arm NN 20.08 reads the SoftReLu activation "
-                       "as Sigmoid, and the early layer set has no logarithm")
 REGISTRY.refuse("ReduceLogSumExp", reason="needs a logarithm, which Arm NN's early layer set lacks")
 REGISTRY.refuse("Erf",
                 reason="no error function in any Arm NN release written (19.02, 20.08, 23.08); "
@@ -40,7 +37,6 @@ REGISTRY.refuse("Loop", "Scan", reason="control flow is only folded when every i
 REGISTRY.refuse("Mod", reason="no modulo operation in Arm NN's early layer set")
 REGISTRY.refuse("BitShift", reason="no integer bit operations in Arm NN's early layer set")
 REGISTRY.refuse("Einsum", reason="no general tensor contraction in Arm NN's early layer set")
-REGISTRY.refuse("Hardmax", reason="needs ArgMax, which Arm NN's early layer set lacks")
 REGISTRY.refuse("MaxUnpool", reason="needs a scatter, which Arm NN's early layer set lacks")
 REGISTRY.refuse("MaxRoiPool", "RoiAlign", reason="no region-of-interest pooling in Arm NN's early layer set")
 # refused even when their inputs are constant (folding them would fix one draw)

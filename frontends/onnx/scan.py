@@ -64,6 +64,7 @@ class ScanView:
     def __init__(self, conv, const: set, values: dict):
         self.opset, self._const, self._values, self._inferred = conv.opset, const, values, conv.inferred
         self.target = conv.g.target  # the format written (armnn_import.target.Target)
+        self._nodes, self._outputs, self._readers = conv.nodes, {o.name for o in conv.model.graph.output}, None
 
     def has(self, node, i):
         return i < len(node.inputs) and node.inputs[i] != ""
@@ -73,6 +74,15 @@ class ScanView:
 
     def attr(self, node, key, default=None):
         return node.attrs.get(key, default)
+
+    def readers(self, name: str) -> list:
+        """The nodes that read tensor `name`, and None for a graph output."""
+        if self._readers is None:
+            self._readers = {}
+            for n in self._nodes:
+                for i in set(n.inputs):
+                    self._readers.setdefault(i, []).append(n)
+        return self._readers.get(name, []) + ([None] if name in self._outputs else [])
 
     def value(self, node, i):
         return self._values.get(node.inputs[i]) if self.has(node, i) else None

@@ -67,13 +67,24 @@ def test_rich_target_converts_the_operators_it_adds(results_rich, armnn_release_
     # refused by the 19.02 format: ArgMax/ArgMin (ArgMinMax), LogSoftmax; from 23.08 Log and Sin
     # and the Boolean And/Or/Xor/Not (LogicalBinary, LogicalNot), Constant and Size (Constant layers,
     # which 23.08 reads as they are in files of weightsLayoutScheme 1)
-    ops = ("ArgMax", "ArgMin", "LogSoftmax") + (("Log", "Sin", "And", "Or", "Xor", "Not", "Constant", "Size")
-                                                 if armnn_release_runner.release == "23.08" else ())
+    # (session 10) Hardmax (ArgMinMax + Gather), IsNaN (Comparison NotEqual), and Not of a Boolean input,
+    # which 20.08 writes as v == (v != v)
+    ops = ("ArgMax", "ArgMin", "LogSoftmax", "Hardmax", "IsNaN", "Not") + (
+        ("Log", "Sin", "And", "Or", "Xor", "Constant", "Size") if armnn_release_runner.release == "23.08" else ())
     for op in ops:
         cases = {k: v for k, v in results_rich.items() if v[0] == op}
         # select_last_index=1: refused (Arm NN's ArgMinMax returns the first index of a tie)
         want = {k: "refused" if "select_last_index" in k else "pass" for k in cases}
         assert cases and {k: v[1] for k, v in cases.items()} == want, cases
+
+
+def test_every_target_converts_isinf_and_integer_trilu(results, results_rich):
+    """Session 10: IsInf (a Greater against FLT_MAX) and Trilu of integers (times a 0/1 mask) pass
+    on every target; the two Trilu cases of an empty tensor stay refused."""
+    for res in (results, results_rich):
+        cases = {k: v[1] for k, v in res.items() if v[0] in ("IsInf", "Trilu")}
+        want = {k: "refused" if k in ("test_tril_zero", "test_triu_zero") else "pass" for k in cases}
+        assert len(cases) == 22 and cases == want, cases
 
 
 def test_rich_target_files_all_load(results_rich):

@@ -12,7 +12,7 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
 
-from ..registry import register
+from ..registry import Refusal, register
 from .common import binary
 
 DIRECT = {"Relu": AF.ReLu, "Sigmoid": AF.Sigmoid, "Abs": AF.Abs, "Sqrt": AF.Sqrt}
@@ -28,9 +28,19 @@ for _op, _fn in DIRECT.items():
     register(_op, since=6, layers=("Activation",))(_direct(_fn))
 
 
-@register("Tanh", since=6, layers=("Activation",))
+@register("Tanh", since=6, layers=("Activation", "Multiplication", "Division"))
 def tanh(ctx, node):
-    return ctx.b.activation(ctx.port(node, 0), AF.TanH, ctx.name(node), a=1.0, b=1.0)
+    x = ctx.port(node, 0)
+    if x in ctx.softplus_exp:  # tanh(softplus(x)) below 23.08: Softplus gave u = e^min(x, 20)
+        return _tanh_softplus(ctx, x, ctx.name(node), ctx.name(node))
+    return ctx.b.activation(x, AF.TanH, ctx.name(node), a=1.0, b=1.0)
+
+
+def _tanh_softplus(ctx, u: Port, n: str, out: str) -> Port:
+    """tanh(log(1 + u)) = (u^2 + 2u) / (u^2 + 2u + 2) for u = e^x: no logarithm."""
+    b = ctx.b
+    num = b.binary(L.Multiplication, u, b.linear(u, 1.0, 2.0, f"{n}_up2"), f"{n}_num")
+    return b.binary(L.Division, num, b.linear(num, 1.0, 2.0, f"{n}_den"), out)
 
 
 @register("LeakyRelu", since=6, layers=("Activation",))
@@ -96,9 +106,7 @@ def mish(ctx, node):
     x, n, b = ctx.port(node, 0), ctx.name(node), ctx.b
     ctx.report.decomposition("Mish", "x * n / (n + 2) with n = u(u + 2), u = exp(min(x, 20))")
     u = exp(ctx, b.clamp(x, -np.inf, 20.0, f"{n}_cap"), f"{n}_exp")
-    num = b.binary(L.Multiplication, u, b.linear(u, 1.0, 2.0, f"{n}_up2"), f"{n}_num")
-    t = b.binary(L.Division, num, b.linear(num, 1.0, 2.0, f"{n}_den"), f"{n}_tanh")
-    return b.binary(L.Multiplication, x, t, n)
+    return b.binary(L.Multiplication, x, _tanh_softplus(ctx, u, n, f"{n}_tanh"), n)
 
 
 def _elu_like(ctx, x: Port, alpha: float, inner: float, gamma: float, name: str) -> Port:
@@ -278,3 +286,36 @@ def _unary(op):
 
 register("Log", since=6, layers=("ElementwiseUnary",), needs="23.08")(_unary(UnaryOperation.Log))
 register("Sin", since=7, layers=("ElementwiseUnary",), needs="23.08")(_unary(UnaryOperation.Sin))
+
+
+def _softplus_check(node, ctx):
+    if ctx.target.has(UnaryOperation.Log):
+        return None
+    readers = ctx.readers(node.outputs[0])
+    if readers and all(r is not None and r.op == "Tanh" for r in readers):
+        return None  # tanh(softplus(x)), torch's Mish before opset 18: no logarithm needed
+    return Refusal("needs a logarithm (ElementwiseUnary Log, the 23.08 format); only a Softplus read by Tanh "
+                   "alone (torch's Mish before opset 18) has an exact form without one",
+                   "convert with --target 23.08 (read by Arm NN 23.08 and later)", "needs-target")
+
+
+@register("Softplus", since=1, layers=("Activation", "ElementwiseUnary", "Subtraction", "Division"),
+          check=_softplus_check, notes="max(x, 0) - log(sigmoid(|x|)) (23.08: no overflow for large x, as "
+          "onnxruntime); below 23.08 only when Tanh alone reads it (Mish: tanh(softplus(x)) without a log)")
+def softplus(ctx, node):
+    """log(1 + e^x) = max(x, 0) + log(1 + e^-|x|) = max(x, 0) - log(sigmoid(|x|)): the definition
+    rearranged so that e^x never overflows (onnxruntime gives x, not inf, for x > 88), exact up to
+    float rounding (within 1e-7 of onnxruntime's log1p). It needs the Log of the 23.08 format;
+    the SoftReLu activation cannot serve: Arm NN 20.08 reads it as Sigmoid, and 23.08's computes
+    log(1 + e^x), which is inf past x = 88."""
+    x, n = ctx.port(node, 0), ctx.name(node)
+    if not ctx.b.target.has(UnaryOperation.Log):  # the check saw that only Tanh reads it
+        ctx.report.decomposition("Softplus + Tanh", "tanh(softplus(x)) = (u^2 + 2u) / (u^2 + 2u + 2), "
+                                 "u = exp(min(x, 20)), as Mish")
+        u = exp(ctx, ctx.b.clamp(x, -np.inf, 20.0, f"{n}_cap"), f"{n}_exp")
+        ctx.softplus_exp.add(u)
+        return u
+    ctx.report.decomposition("Softplus", "max(x, 0) - log(sigmoid(|x|))")
+    sig = ctx.b.activation(ctx.b.activation(x, AF.Abs, f"{n}_abs"), AF.Sigmoid, f"{n}_sig")
+    log = ctx.b.unary(sig, UnaryOperation.Log, f"{n}_log")
+    return ctx.b.binary(L.Subtraction, ctx.b.activation(x, AF.ReLu, f"{n}_relu"), log, n)

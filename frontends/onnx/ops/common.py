@@ -30,6 +30,11 @@ def varying_axis(c: np.ndarray, rank: int):
     return axes[0] if len(axes) == 1 else None
 
 
+# the binary layers that CpuRef computes on Signed32 tensors in integers (exact; not Division)
+INT_LAYERS = frozenset({LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication, LayerType.Maximum,
+                         LayerType.Minimum, LayerType.Greater, LayerType.Equal})
+
+
 def binary(ctx, ltype: LayerType, a, b, name: str) -> Port:
     """a (op) b for Ports or constants, numpy broadcasting, logical shapes kept."""
     out_shape = broadcast(ctx.lshape(a), ctx.lshape(b))
@@ -39,6 +44,11 @@ def binary(ctx, ltype: LayerType, a, b, name: str) -> Port:
     else:
         x, c, first = (a, b, False) if isinstance(a, Port) else (b, a, True)
         c = np.asarray(c)
+        if x.info.dtype == DataType.Signed32 and c.dtype.kind in "iu" and ltype in INT_LAYERS:
+            # int32 arithmetic and comparisons of CpuRef (20.08 and 23.08) with an int32 Constant layer
+            k = ctx.materialize(c, f"{name}_const")
+            y = ctx.b.binary(ltype, k, x, name) if first else ctx.b.binary(ltype, x, k, name)
+            return ctx.to_shape(y, out_shape, f"{name}_shape")
         if c.dtype.kind not in "fiub" or x.info.dtype != DataType.Float32:
             raise Unsupported(f"{x.info.dtype.name} and {c.dtype} operands; this lowering needs float32")
         if size > x.info.num_elements:

@@ -9,7 +9,7 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
 from ..registry import needs_const, register
-from .common import binary, power
+from .common import INT_LAYERS, binary, power
 
 BINARY = {"Add": L.Addition, "Sub": L.Subtraction, "Mul": L.Multiplication, "Div": L.Division}
 
@@ -53,8 +53,10 @@ def _hard_swish(ctx, a, b, name: str) -> Port | None:
 # a constant operand folds into a Linear/BoundedReLu Activation or a per-channel BatchNormalization,
 # a quantized one is made by a FullyConnected (and StridedSlice); broadcasting reshapes
 _BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
+# (an int32 tensor with an integer constant: an int32 Constant layer, common.binary)
 for _op, _lt in BINARY.items():
-    register(_op, since=7, layers=(_lt.name,) + _BROADCAST)(_binary_op(_lt))
+    register(_op, since=7, layers=(_lt.name,) + _BROADCAST + (("Constant",) if _lt in INT_LAYERS else ()))(
+        _binary_op(_lt))
 
 
 def _variadic(ltype):
@@ -75,9 +77,9 @@ def _variadic(ltype):
     return convert
 
 
-register("Sum", since=7, layers=("Addition",) + _BROADCAST)(_variadic(L.Addition))
-register("Max", since=7, layers=("Maximum",) + _BROADCAST)(_variadic(L.Maximum))
-register("Min", since=7, layers=("Minimum",) + _BROADCAST)(_variadic(L.Minimum))
+register("Sum", since=7, layers=("Addition",) + _BROADCAST + ("Constant",))(_variadic(L.Addition))
+register("Max", since=7, layers=("Maximum",) + _BROADCAST + ("Constant",))(_variadic(L.Maximum))
+register("Min", since=7, layers=("Minimum",) + _BROADCAST + ("Constant",))(_variadic(L.Minimum))
 
 
 @register("Mean", since=7, layers=("Addition", "Division", "Activation", "BatchNormalization", "Reshape"))

@@ -182,24 +182,61 @@ _LOGIC_MASKS = {"and": _mask_and, "or": _mask_or, "xor": _mask_xor,
 
 
 def _booleans(ctx, vals) -> bool:
-    """Whether the operands are run-time Boolean tensors that a 23.08 Boolean layer can take."""
-    return ctx.b.target.has(L.LogicalBinary) and all(
-        isinstance(v, Port) and v.info.dtype == DataType.Boolean and v not in ctx.bool_float for v in vals)
+    """Whether the operands are run-time Boolean tensors that a Boolean layer can take (Comparison,
+    from the 20.08 format on; LogicalBinary and LogicalNot from 23.08)."""
+    if not (ctx.b.target.has(L.Comparison) and all(
+            isinstance(v, Port) and v.info.dtype == DataType.Boolean and v not in ctx.bool_float for v in vals)):
+        return False
+    if not ctx.b.target.has(L.LogicalBinary) and all(_has_mask(ctx, v) for v in vals):
+        return False  # 20.08: operands of float comparisons keep their masks (fewer layers than Comparisons)
+    if not ctx.b.target.has(L.LogicalBinary) and len({v.info.rank for v in vals}) > 1:
+        raise Unsupported("Boolean operands of different ranks: CpuRef 20.08 reshapes no Boolean tensor, and "
+                          "its Comparison broadcasts only operands of one rank",
+                          "convert with --target 23.08 (LogicalBinary)", code="needs-target")
+    return True
+
+
+def _has_mask(ctx, v) -> bool:
+    """Whether float01() can make v's 0/1 mask: a constant, or a Boolean of float comparisons."""
+    if not isinstance(v, Port) or v in ctx.bool_float or v in ctx.bool_cache:
+        return True
+    src = ctx.bool_src.get(v)
+    if src is None:
+        return False
+    kind, a, b, _ = src
+    if kind in _LOGIC_MASKS:
+        return all(_has_mask(ctx, o) for o in (a, b) if o is not None)
+    return all(not isinstance(o, Port) or o.info.dtype == DataType.Float32 for o in (a, b))
+
+
+def _not_compared(ctx, v: Port, n: str) -> Port:
+    """!v for a Boolean v in the 20.08 format, which has no LogicalNot: v == (v != v), the second
+    all false (CpuRef 20.08 compares Boolean tensors; it has no Boolean Constant)."""
+    from armnn_import.ir.types import ComparisonOperation
+    false = ctx.b.compare(ComparisonOperation.NotEqual, v, v, f"{n}_false")
+    return ctx.b.compare(ComparisonOperation.Equal, v, false, n)
 
 
 def _logical(ctx, node, kind):
+    return _logical_of(ctx, kind, [ctx.val(node, i) for i in range(len(node.inputs))], ctx.name(node))
+
+
+def _logical_of(ctx, kind, vals, n):
     from armnn_import.ir.types import ComparisonOperation, LogicalBinaryOperation, UnaryOperation
-    vals, n = [ctx.val(node, i) for i in range(len(node.inputs))], ctx.name(node)
+    logical = ctx.b.target.has(L.LogicalBinary)
     if kind == "not":
-        y = ctx.b.unary(vals[0], UnaryOperation.LogicalNot, n)
+        y = ctx.b.unary(vals[0], UnaryOperation.LogicalNot, n) if logical else _not_compared(ctx, vals[0], n)
         ctx.bool_src[y] = ("not", vals[0], None, n)
         return y
     a, b = vals
     if kind == "xor":
         y = ctx.b.compare(ComparisonOperation.NotEqual, a, b, n)
-    else:
+    elif logical:
         op = LogicalBinaryOperation.LogicalAnd if kind == "and" else LogicalBinaryOperation.LogicalOr
         y = ctx.b.logical(op, a, b, n)
+    else:  # on 0/1 Booleans a > !b is a and b, a >= !b is a or b
+        op = ComparisonOperation.Greater if kind == "and" else ComparisonOperation.GreaterOrEqual
+        y = ctx.b.compare(op, a, _not_compared(ctx, b, f"{n}_not_b"), n)
     y = ctx.to_shape(y, broadcast(ctx.lshape(a), ctx.lshape(b)), f"{n}_shape")
     ctx.bool_src[y] = (kind, a, b, n)
     return y
@@ -207,7 +244,7 @@ def _logical(ctx, node, kind):
 
 
 
-@register("Not", since=1, layers=("Activation", "ElementwiseUnary"))
+@register("Not", since=1, layers=("Activation", "ElementwiseUnary", "Comparison"))
 def not_(ctx, node):
     """Not(Equal(a, b)) is the Boolean a != b (true for NaN, false for equal infinities);
     any other Not works on float masks."""
@@ -221,7 +258,7 @@ def not_(ctx, node):
     return _boolean_result(ctx, ctx.b.linear(m, -1.0, 1.0, ctx.name(node)))
 
 
-@register("And", since=7, layers=("Multiplication", "LogicalBinary", "Reshape"))
+@register("And", since=7, layers=("Multiplication", "LogicalBinary", "Comparison", "Reshape"))
 def and_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "and")
@@ -229,7 +266,7 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice"))
+@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Comparison", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice"))
 def or_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "or")
@@ -312,3 +349,43 @@ def shrink(ctx, node):
     hi = b.binary(L.Multiplication, b.linear(x, 1.0, -bias, f"{n}_xmb"),
                   step(ctx, b.linear(x, 1.0, -lam, f"{n}_hit"), f"{n}_hi"), f"{n}_hiv")
     return b.binary(L.Addition, lo, hi, n)
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+@register("IsInf", since=10, layers=("Activation", "Greater", "Comparison", "LogicalBinary", "Maximum", "Floor",
+                                         "Subtraction"))
+def is_inf(ctx, node):
+    """|x| > FLT_MAX (x > FLT_MAX, -x > FLT_MAX for one sign), exact for NaN too (no comparison
+    with NaN holds). The FLT_MAX tensor is BoundedReLu(x, a=b=FLT_MAX) = min(a, max(b, x)), which is
+    FLT_MAX for every x, NaN and infinities included (std::max(b, NaN) is b)."""
+    x, n = ctx.port(node, 0), ctx.name(node)
+    pos, neg = ctx.attr(node, "detect_positive", 1), ctx.attr(node, "detect_negative", 1)
+    half = getattr(ctx.report, "float16_network", False)
+    big = 65504.0 if half else _FLT_MAX  # the largest finite value
+    top = ctx.b.activation(x, AF.BoundedReLu, f"{n}_max", a=big, b=big)
+    ctx.report.decomposition("IsInf", "Greater(|x|, FLT_MAX), FLT_MAX from BoundedReLu")
+    if pos and neg and not half:
+        return compare(ctx, "gt", ctx.b.activation(x, AF.Abs, f"{n}_abs"), top, n)
+    if not (pos or neg):  # detects nothing: all false (nothing exceeds FLT_MAX's own tensor)
+        return compare(ctx, "gt", top, top, n)
+    # one comparison per sign with x itself: CpuRef 23.08 writes a Float16 inf as 65504 (an Abs or
+    # a negation of a Float16 inf gives 65504), so a Float16 x is compared before any layer
+    bottom = ctx.b.activation(x, AF.BoundedReLu, f"{n}_min", a=-big, b=-big) if neg else None
+    p = compare(ctx, "gt", x, top, n if not neg else f"{n}_pos") if pos else None
+    q = compare(ctx, "gt", bottom, x, n if not pos else f"{n}_neg") if neg else None
+    if p is None or q is None:
+        return p if q is None else q
+    if _booleans(ctx, [p, q]):
+        return _logical_of(ctx, "or", [p, q], n)
+    return _boolean_result(ctx, binary(ctx, L.Maximum, float01(ctx, p, f"{n}_pm"), float01(ctx, q, f"{n}_qm"), n))
+
+
+@register("IsNaN", since=9, layers=("Comparison",), needs="20.08")
+def is_nan(ctx, node):
+    """x != x (a Comparison NotEqual). It keeps no float mask: the finite-exact masks of
+    comparisons are wrong for exactly the NaNs this finds, so a Where on it is refused."""
+    from armnn_import.ir.types import ComparisonOperation
+    x = ctx.port(node, 0)
+    return ctx.b.compare(ComparisonOperation.NotEqual, x, x, ctx.name(node))

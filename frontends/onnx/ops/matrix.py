@@ -12,7 +12,7 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.copies import repeat
 from armnn_import.lowering.matrix import fc_last
 
-from ..registry import register
+from ..registry import needs_const, register
 from .common import binary, broadcast
 
 MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch entry up to this many
@@ -177,3 +177,22 @@ def gemm(ctx, node):
 
 
 fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qmatrix.py)
+
+
+@register("Trilu", since=14, layers=("Multiplication", "Constant", "Reshape"), check=needs_const(1, what="k"),
+          notes="int32/int64 data (x times a constant 0/1 mask, exact)")
+def trilu(ctx, node):
+    """The upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, the rest zero. An
+    integer tensor times the 0/1 mask is exact; a float one is not (an inf times 0 is NaN), so refused."""
+    x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    if x.info.dtype != DataType.Signed32:
+        raise Unsupported(f"Trilu of a {x.info.dtype.name} tensor: only integer data (int32/int64) is exact "
+                          "(x times the 0/1 mask makes NaN of an inf in the zeroed part)", code="unsupported-type")
+    if x.info.rank < 2:
+        raise Unsupported(f"Trilu of a {x.info.rank}-D tensor (needs 2-D or more)", code="bad-model")
+    k = int(np.asarray(ctx.val(node, 1)).reshape(-1)[0]) if ctx.has(node, 1) else 0
+    rows, cols = x.info.shape[-2:]
+    d = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    mask = (d >= k) if ctx.attr(node, "upper", 1) else (d <= k)
+    ctx.report.decomposition("Trilu", "x times a constant 0/1 mask (integer data: exact)")
+    return ctx.b.binary(L.Multiplication, x, ctx.materialize(mask.astype(np.int32), f"{n}_mask"), n)

@@ -6,6 +6,7 @@ import numpy as np
 from armnn_import.ir import descriptors as D
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import ArgMinMaxFunction
 from armnn_import.ir.types import DataLayout, DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
@@ -243,3 +244,29 @@ def log_softmax_flat(ctx, node):
 def log_softmax(ctx, node):
     x = ctx.port(node, 0)
     return ctx.b.log_softmax(x, norm_axes([ctx.attr(node, "axis", -1)], x.info.rank)[0], ctx.name(node))
+
+
+def _hardmax(ctx, x: Port, axis: int, n: str) -> Port:
+    """One-hot of the first largest value along `axis`, as ONNX says: the ArgMinMax index (the first
+    of a tie) picks a row of the identity matrix by a Gather (copies of 0.0 and 1.0, exact), and a
+    Permute moves that row's axis from the end back to `axis`."""
+    if x.info.dtype != DataType.Float32:
+        raise Unsupported(f"Hardmax of a {x.info.dtype.name} tensor (only float32)", code="unsupported-type")
+    shape = x.info.shape
+    if len(shape) == 1:
+        return ctx.b.reshape(_hardmax(ctx, ctx.b.reshape(x, (1,) + shape, f"{n}_2d"), 1, n + "_row"), shape, n)
+    rank = len(shape)
+    idx = ctx.b.arg_min_max(x, axis, ArgMinMaxFunction.Max, f"{n}_arg")
+    eye = ctx.b.constant_layer(np.eye(shape[axis], dtype=np.float32), f"{n}_eye")
+    rows = ctx.b.gather(eye, idx, 0, n if axis == rank - 1 else f"{n}_rows")
+    ctx.report.decomposition("Hardmax", "ArgMax, then a Gather of identity-matrix rows")
+    return ctx.b.permute(rows, tuple(range(axis)) + (rank - 1,) + tuple(range(axis, rank - 1)), n)
+
+
+@register("Hardmax", since=1, layers=("ArgMinMax", "Gather", "Constant", "Permute", "Reshape"), needs="20.08",
+          notes="the first largest value of a tie, as ONNX says; before opset 13 on x flattened to 2-D at axis")
+def hardmax(ctx, node):
+    if ctx.opset < 13:
+        return _on_2d(ctx, node, lambda flat, n: _hardmax(ctx, flat, 1, n))
+    x = ctx.port(node, 0)
+    return _hardmax(ctx, x, norm_axes([ctx.attr(node, "axis", -1)], x.info.rank)[0], ctx.name(node))
