@@ -58,15 +58,12 @@ _MASKS = {
 
 def _int_constant(ctx, v, other, name):
     """An integer constant beside a Signed32 tensor (an int64 id compared with a constant), as a
-    Signed32 Port, for the Comparison layers of 20.08 and later (CpuRef compares Signed32); else
-    v as it is. Exact: a value beyond int32 is refused by materialize()."""
+    Signed32 Port (an int32 Constant layer: CpuRef 20.08 and 23.08 compare Signed32, in the Greater /
+    Equal layers of the 19.02 format too); else v as it is. Exact: a value beyond int32 is refused by
+    materialize()."""
     if (isinstance(v, Port) or not isinstance(other, Port) or other.info.dtype != DataType.Signed32
             or np.asarray(v).dtype.kind not in "iu"):
         return v
-    if not ctx.g.target.has(L.Comparison):
-        raise Unsupported("a comparison of an integer tensor with a constant needs the Arm NN 20.08 format "
-                          "(Comparison of Signed32); this format compares float32 only",
-                          "convert with --target 20.08 (read by Arm NN 20.08 and later)", "needs-target")
     return ctx.materialize(np.asarray(v).astype(np.int64), f"{name}_int")
 
 
