@@ -94,3 +94,14 @@ def prelu_layer(layer, ins, infos):
     with np.errstate(all="ignore"):
         y = np.where(x < 0, (alpha * x).astype(F32), x)
     return [encode(y, layer.outputs[0])]
+
+
+@layer_fn(LayerType.Splitter)
+def splitter_layer(layer, ins, infos):
+    # Splitter.cpp (20.08 and 23.08): each view decoded to float and encoded with its output's info
+    x, d = decode(ins[0], infos[0]), layer.desc
+    outs = []
+    for origin, size, info in zip(d.origins.view_origins, d.view_sizes, layer.outputs):
+        view = x[tuple(slice(o, o + n) for o, n in zip(origin, size))]
+        outs.append(encode(view, info))
+    return outs

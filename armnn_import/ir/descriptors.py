@@ -353,3 +353,10 @@ class StackDescriptor:
     axis: int = 0
     num_inputs: int = 0
     input_shape: tuple[int, ...] = tuple_field()
+
+
+@dataclass
+class ViewsDescriptor:
+    """Splitter's: origins.view_origins[i] and view_sizes[i] are view i's corner and shape."""
+    origins: OriginsDescriptor = None
+    view_sizes: tuple[tuple[int, ...], ...] = tuple_field()

@@ -19,6 +19,7 @@ from .descriptors import (ActivationDescriptor, ArgMinMaxDescriptor, BatchMatMul
                           SoftmaxDescriptor, SpaceToBatchNdDescriptor, SpaceToDepthDescriptor,
                           StackDescriptor, StridedSliceDescriptor, TileDescriptor, TransposeDescriptor,
                           UnidirectionalSequenceLstmDescriptor)
+from .descriptors import ViewsDescriptor
 from .types import LayerType
 
 
@@ -114,6 +115,8 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Stack: LayerKind("StackLayer", StackDescriptor, (), since="20.08"),
     # (input, alpha): x < 0 ? alpha * x : x, alpha broadcast (PreluImpl.cpp of both releases)
     LayerType.Prelu: LayerKind("PreluLayer", None, (), since="20.08"),
+    # one input, one output slot per view (SplitterLayer.cpp; RefSplitterWorkload copies each view)
+    LayerType.Splitter: LayerKind("SplitterLayer", ViewsDescriptor, (), since="20.08"),
 }
 
 LAYER_KINDS.update({

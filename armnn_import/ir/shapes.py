@@ -220,6 +220,8 @@ _RULES.update({
     LayerType.ReverseV2: _same, LayerType.SpaceToDepth: R.depth_space, LayerType.DepthToSpace: R.depth_space,
     LayerType.InstanceNormalization: _same, LayerType.Stack: R.stack,
 })
+NUM_OUTPUTS[LayerType.Splitter] = None  # one a view
+_RULES[LayerType.Splitter] = R.splitter
 
 def infer_outputs(layer) -> list[TensorInfo]:
     """The output TensorInfos of `layer` given its inputs' (raises GraphError)."""

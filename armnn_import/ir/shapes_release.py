@@ -122,3 +122,17 @@ def stack(layer, ins):
         raise GraphError(f"{layer.name}: Stack of {d.num_inputs} inputs of shape {shape} on axis {d.axis}, "
                          f"got inputs {[i.shape for i in ins]}")
     return [ins[0].with_shape(shape[:d.axis] + (len(ins),) + shape[d.axis:])]
+
+
+def splitter(layer, ins):
+    """SplitterLayer::InferOutputShapes: one output a view, of its view size; the views must lie
+    inside the input (ViewsDescriptor's origins and view_sizes, one coordinate an axis)."""
+    d, x = layer.desc, ins[0]
+    views = tuple(zip(d.origins.view_origins, d.view_sizes)) if d.origins is not None else ()
+    for origin, size in views:
+        if len(origin) != x.rank or len(size) != x.rank or \
+                any(o + n > m for o, n, m in zip(origin, size, x.shape)):
+            raise GraphError(f"{layer.name}: Splitter view at {origin} of size {size} is not inside {x.shape}")
+    if not views or len(d.view_sizes) != d.origins.num_views:
+        raise GraphError(f"{layer.name}: Splitter of {len(d.view_sizes)} view sizes for {len(views)} views")
+    return [x.with_shape(size) for _, size in views]

@@ -165,6 +165,7 @@ class LayerType(IntEnum):
     DepthToSpace = 49
     InstanceNormalization = 50
     Stack = 44
+    Splitter = 32
 
 
 class ArgMinMaxFunction(IntEnum):

@@ -23,8 +23,9 @@ def check_layer(layer) -> list[str]:
     n_in, want_in = len(layer.inputs), NUM_INPUTS[t]
     if (want_in is None and n_in < 1) or (want_in is not None and n_in != want_in):
         return [f"takes {want_in if want_in is not None else 'one or more'} inputs, got {n_in}"]
-    if len(layer.outputs) != NUM_OUTPUTS[t]:
-        return [f"has {NUM_OUTPUTS[t]} outputs, got {len(layer.outputs)}"]
+    want_out = NUM_OUTPUTS[t] if NUM_OUTPUTS[t] is not None else len(layer.desc.view_sizes)  # (Splitter)
+    if len(layer.outputs) != want_out:
+        return [f"has {want_out} outputs, got {len(layer.outputs)}"]
     if kind.descriptor is not None and not isinstance(layer.desc, kind.descriptor):
         return [f"descriptor is {type(layer.desc).__name__}, expected {kind.descriptor.__name__}"]
 

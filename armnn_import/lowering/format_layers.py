@@ -8,6 +8,9 @@ from ..ir import descriptors as D
 from ..ir.graph import Port
 from ..ir.types import ConstTensor, DataLayout, DataType, LayerType
 
+# RefLayerSupport::IsSplitterSupported (20.08 and 23.08), of the types the IR has
+SPLITTER_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
+
 
 class FormatLayers:
     # -- layers of the richer formats (callers check self.target first) ------------
@@ -37,6 +40,25 @@ class FormatLayers:
                                         f"{name}_alpha")
         x, alpha = self._equal_rank(x, alpha, name)
         return self.add(LayerType.Prelu, name, [x, alpha], quant=quant)
+
+    def splitter_fits(self, x: Port, parts: int) -> bool:
+        return self.target.has(LayerType.Splitter) and parts > 1 and x.info.dtype in SPLITTER_TYPES
+
+    def split_views(self, x: Port, axis: int, sizes, name: str) -> list[Port]:
+        """x cut along `axis` into parts of `sizes`: one Splitter layer where the target has it, the
+        parts are 2+ and its type is one RefLayerSupport::IsSplitterSupported takes, else
+        StridedSlices (NetBuilder.split). Unread parts keep their output slots."""
+        axis %= x.info.rank
+        if not self.splitter_fits(x, len(sizes)):
+            return self.split(x, axis, sizes, name)
+        origins, views, at = [], [], 0
+        for n in sizes:
+            origins.append(tuple(at if i == axis else 0 for i in range(x.info.rank)))
+            views.append(tuple(int(n) if i == axis else d for i, d in enumerate(x.info.shape)))
+            at += int(n)
+        desc = D.ViewsDescriptor(D.OriginsDescriptor(axis, len(views), x.info.rank, tuple(origins)), tuple(views))
+        layer = self.g.add(LayerType.Splitter, name, [x], desc)
+        return [layer.out(i) for i in range(len(views))]
 
     def compare(self, op, a: Port, b: Port, name: str) -> Port:
         a, b = self._equal_rank(a, b, name)

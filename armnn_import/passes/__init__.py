@@ -24,6 +24,7 @@ from .pad_fold import fold_pads
 from .pad_guard import guard_pad_convs
 from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
+from .splitter_views import drop_unread_views
 
 PIPELINE = (
     ("fold_constants", fold_constants),
@@ -46,6 +47,7 @@ PIPELINE = (
     ("split_batchnorms", split_batchnorms),  # richer targets only: scaled BatchNormalization -> Mul + Add
     ("reshapes_into_fc", reshapes_into_fc),  # FullyConnected flattens its 4-D input itself
     ("remove_dead_layers", remove_dead_layers),
+    ("drop_unread_views", drop_unread_views),  # richer targets only: Splitter outputs all connected
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     # last of the passes that drop identity Reshapes: formats before 23.08 only (Arm NN 20.08 misfolds a Pad)
     ("guard_pad_convs", guard_pad_convs),

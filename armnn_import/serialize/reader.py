@@ -111,11 +111,13 @@ def _descriptor(buf, obj, cls, what: str):
         if not buf.target.at_least(since(f)):  # not in this file's format: the default
             continue
         name = schema_name(f.name)
-        if f.name == "view_origins":
-            n = obj.ViewOriginsLength()
+        if f.name in ("view_origins", "view_sizes"):  # [UintVector]
+            n = getattr(obj, f"{name}Length")()
             buf.check_len(n, 4, what)
-            values[f.name] = tuple(tuple(int(x) for x in _np_vec(buf, obj.ViewOrigins(i), "Data", what))
+            values[f.name] = tuple(tuple(int(x) for x in _np_vec(buf, getattr(obj, name)(i), "Data", what))
                                    for i in range(n))
+        elif f.name == "origins":  # (ViewsDescriptor's nested OriginsDescriptor)
+            values[f.name] = _descriptor(buf, obj.Origins(), hints[f.name], what)
         elif typing.get_origin(hints[f.name]) is tuple:
             values[f.name] = tuple(int(x) for x in _np_vec(buf, obj, name, what))
         else:

@@ -150,7 +150,7 @@ def _descriptor(b, desc) -> int:
     values = [] if n == 0 else [values(desc)] if n == 1 else list(values(desc))
     for name, elem, at in vectors:
         v = getattr(desc, name)
-        if name == "view_origins":  # [UintVector]
+        if name in ("view_origins", "view_sizes"):  # [UintVector]
             subs = [_table(b, "UintVector", ("Data",), (_vector(b, origin, np.uint32),)) for origin in v]
             off = tables.offsets_vector(b, subs)
         elif isinstance(v, tuple):
@@ -159,6 +159,8 @@ def _descriptor(b, desc) -> int:
             continue
         if at is not None:
             values[at] = off
+    if type(desc).__name__ == "ViewsDescriptor":  # (Splitter's: a nested OriginsDescriptor, written first)
+        values[0] = _descriptor(b, desc.origins)
     return write(b, values)
 
 

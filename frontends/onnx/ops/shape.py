@@ -122,7 +122,7 @@ def concat(ctx, node):
     return y
 
 
-@register("Split", since=2, layers=("StridedSlice",), check=needs_const(1, what="split"))
+@register("Split", since=2, layers=("StridedSlice", "Splitter"), check=needs_const(1, what="split"))
 def split(ctx, node):
     x = ctx.port(node, 0, dtypes=None)
     shape = ctx.lshape(x)
@@ -141,12 +141,12 @@ def split(ctx, node):
         sizes = [min(step, dim - i * step) for i in range(num)]
     if sum(sizes) != dim or len(sizes) != n or any(s < 0 for s in sizes):
         raise Unsupported(f"split sizes {list(sizes)} for an axis of {dim} into {n} outputs")
+    if all(sizes) and ctx.b.splitter_fits(x, n):  # one Splitter layer (the 20.08 format on)
+        return ctx.b.split_views(x, axis, sizes, ctx.name(node))
     outs, at = [], 0
-    for i, size in enumerate(sizes):
-        if size == 0:  # an empty tensor holds no data: it is a constant
-            outs.append(np.zeros(shape[:axis] + (0,) + shape[axis + 1:], x.info.dtype.np_dtype))
-        else:
-            outs.append(ctx.b.take(x, axis, at, at + size, ctx.name(node, str(i))))
+    for i, size in enumerate(sizes):  # (an empty part holds no data: it is a constant)
+        outs.append(ctx.b.take(x, axis, at, at + size, ctx.name(node, str(i))) if size else
+                    np.zeros(shape[:axis] + (0,) + shape[axis + 1:], x.info.dtype.np_dtype))
         at += size
     return outs
 

@@ -181,22 +181,23 @@ def pack(ctx, op):
     return ctx.b.concat(items, axis, ctx.name(op), quant=ctx.out_quant(op))
 
 
-@REGISTRY.register("UNPACK", since=1, until=4, multi_output=True, layers=("StridedSlice", "Reshape"))
+@REGISTRY.register("UNPACK", since=1, until=4, multi_output=True, layers=("StridedSlice", "Reshape", "Splitter"))
 def unpack(ctx, op):
     x = ctx.port(op.inputs[0])
     axis = _axis(op.options.get("axis", 0), x.info.rank)
     if x.info.shape[axis] != len(op.outputs):
         raise Unsupported(f"unpacking {x.info.shape[axis]} slices into {len(op.outputs)} outputs")
     shape = x.info.shape[:axis] + x.info.shape[axis + 1:]
-    parts = ctx.b.split(x, axis, [1] * x.info.shape[axis], ctx.name(op))
+    parts = ctx.b.split_views(x, axis, [1] * x.info.shape[axis], ctx.name(op))
     return [ctx.b.reshape(p, _scalar_shape(shape), ctx.name(op, k)) for k, p in enumerate(parts)]
 
 
 def _split(ctx, op, x, axis, sizes):
-    return ctx.b.split(x, axis, sizes, ctx.name(op))
+    return ctx.b.split_views(x, axis, sizes, ctx.name(op))  # (one Splitter layer from 20.08 on)
 
 
-@REGISTRY.register("SPLIT", since=1, until=4, inputs=2, multi_output=True, data_input=1, layers=("StridedSlice",))
+@REGISTRY.register("SPLIT", since=1, until=4, inputs=2, multi_output=True, data_input=1,
+                   layers=("StridedSlice", "Splitter"))
 def split(ctx, op):
     x = ctx.port(op.inputs[1])
     axis = _axis(int(ctx.ints(op.inputs[0]).reshape(-1)[0]), x.info.rank)
@@ -206,7 +207,7 @@ def split(ctx, op):
     return _split(ctx, op, x, axis, [x.info.shape[axis] // n] * n)
 
 
-@REGISTRY.register("SPLIT_V", since=1, until=2, inputs=3, multi_output=True, layers=("StridedSlice",))
+@REGISTRY.register("SPLIT_V", since=1, until=2, inputs=3, multi_output=True, layers=("StridedSlice", "Splitter"))
 def split_v(ctx, op):
     x = ctx.port(op.inputs[0])
     axis = _axis(int(ctx.ints(op.inputs[2]).reshape(-1)[0]), x.info.rank)
