@@ -687,8 +687,24 @@ def build_stack(m):
     m.out("y2d", m.g.add(LayerType.Stack, "stack2d", c, StackDescriptor(1, 3, (3, 7))).out())
 
 
+def build_splitter(m):
+    """Uneven views along axes 1 and 3; every view is a network output (an unread slot shifts the
+    views on CpuRef: passes/splitter_views.py)."""
+    from armnn_import.ir.descriptors import OriginsDescriptor, ViewsDescriptor
+    x = m.input("x", (2, 6, 5, 7))
+    for axis, sizes in ((1, (1, 2, 3)), (3, (4, 3))):
+        starts = np.cumsum((0,) + sizes[:-1])
+        origins = tuple(tuple(int(st) if i == axis else 0 for i in range(4)) for st in starts)
+        views = tuple(tuple(n if i == axis else d for i, d in enumerate((2, 6, 5, 7))) for n in sizes)
+        desc = ViewsDescriptor(OriginsDescriptor(axis, len(sizes), 4, origins), views)
+        l = m.g.add(LayerType.Splitter, f"split{axis}", [x], desc)
+        for k in range(len(sizes)):
+            m.out(f"y{axis}_{k}", l.out(k))
+
+
 BUILDERS = {
     LayerType.Stack: build_stack,
+    LayerType.Splitter: build_splitter,
     LayerType.InstanceNormalization: build_instance_norm,
     LayerType.SpaceToDepth: lambda m: build_depth_space(m, LayerType.SpaceToDepth),
     LayerType.DepthToSpace: lambda m: build_depth_space(m, LayerType.DepthToSpace),
