@@ -353,3 +353,16 @@ class StackDescriptor:
     axis: int = 0
     num_inputs: int = 0
     input_shape: tuple[int, ...] = tuple_field()
+
+
+@dataclass
+class TransposeConvolution2dDescriptor:
+    # the 20.08 format on; weights [O, I, kH, kW] for NCHW, [O, kH, kW, I] for NHWC
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    bias_enabled: bool = False
+    data_layout: DataLayout = DataLayout.NCHW

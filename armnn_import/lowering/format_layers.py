@@ -38,6 +38,27 @@ class FormatLayers:
         x, alpha = self._equal_rank(x, alpha, name)
         return self.add(LayerType.Prelu, name, [x, alpha], quant=quant)
 
+    def transpose_conv2d_fits(self, x: Port, out_channels: int) -> bool:
+        """Whether the target has the layer and every runtime reading its file infers x's output shape:
+        20.08's InferOutputShapes gives O * C / (N * C) channels when that is >= 1 (O when < 1),
+        wrong for a batch N > 1 (23.08 gives O)."""
+        n = x.info.shape[0]
+        return self.target.has(LayerType.TransposeConvolution2d) and (
+            self.target.at_least("23.08") or n == 1 or out_channels < n)
+
+    def transpose_conv2d(self, x: Port, w, bias, name: str, *, strides, pads, layout: DataLayout) -> Port:
+        """One TransposeConvolution2d layer (float, the 20.08 format on): weights [O, I, kH, kW] for
+        NCHW, [O, kH, kW, I] for NHWC; pads (top, left, bottom, right), each >= 0, cut from the full
+        (in - 1) * stride + k result; bias float32 [O] or None."""
+        desc = D.TransposeConvolution2dDescriptor(
+            pad_left=int(pads[1]), pad_right=int(pads[3]), pad_top=int(pads[0]), pad_bottom=int(pads[2]),
+            stride_x=int(strides[1]), stride_y=int(strides[0]), bias_enabled=bias is not None,
+            data_layout=layout)
+        tensors = {"weights": ConstTensor(np.ascontiguousarray(w, np.float32))}
+        if bias is not None:
+            tensors["biases"] = ConstTensor(np.asarray(bias, np.float32).reshape(-1))
+        return self.add(LayerType.TransposeConvolution2d, name, [x], desc, tensors=tensors)
+
     def compare(self, op, a: Port, b: Port, name: str) -> Port:
         a, b = self._equal_rank(a, b, name)
         return self.add(LayerType.Comparison, name, [a, b], D.ComparisonDescriptor(op))
