@@ -84,6 +84,7 @@ ONNX = {"s2-k3-pads": (dict(strides=[2, 2], pads=[1, 0, 0, 1]), (1, 3, 5, 6), (3
         "output-shape": (dict(strides=[2, 2], output_shape=[12, 14]), (1, 3, 5, 6), (3, 4, 3, 3)),
         "1d": (dict(strides=[2], pads=[1, 0]), (1, 3, 7), (3, 4, 3)),
         "batch2": (dict(strides=[2, 2], pads=[1, 1, 1, 1]), (2, 3, 5, 6), (3, 4, 3, 3)),
+        "batch3-cout2": (dict(strides=[2, 2]), (3, 3, 5, 6), (3, 2, 3, 3)),  # (20.08 would assert: 9 % 6)
         "group2": (dict(strides=[2, 2], group=3), (1, 3, 5, 6), (3, 2, 3, 3)),
         "dilated": (dict(strides=[2, 2], dilations=[2, 1]), (1, 3, 5, 6), (3, 4, 3, 3))}
 # output (output_padding, output_shape) past the full result; groups; dilation

@@ -38,13 +38,12 @@ class FormatLayers:
         x, alpha = self._equal_rank(x, alpha, name)
         return self.add(LayerType.Prelu, name, [x, alpha], quant=quant)
 
-    def transpose_conv2d_fits(self, x: Port, out_channels: int) -> bool:
+    def transpose_conv2d_fits(self, x: Port) -> bool:
         """Whether the target has the layer and every runtime reading its file infers x's output shape:
-        20.08's InferOutputShapes gives O * C / (N * C) channels when that is >= 1 (O when < 1),
-        wrong for a batch N > 1 (23.08 gives O)."""
-        n = x.info.shape[0]
+        for a batch N > 1, 20.08's InferOutputShapes gives O * C / (N * C) output channels (or asserts
+        that N * C divides by O * C), 23.08's gives O. So at the 20.08 target batch 1 only."""
         return self.target.has(LayerType.TransposeConvolution2d) and (
-            self.target.at_least("23.08") or n == 1 or out_channels < n)
+            self.target.at_least("23.08") or x.info.shape[0] == 1)
 
     def transpose_conv2d(self, x: Port, w, bias, name: str, *, strides, pads, layout: DataLayout) -> Port:
         """One TransposeConvolution2d layer (float, the 20.08 format on): weights [O, I, kH, kW] for

@@ -15,7 +15,7 @@ def direct(ctx, x, w, bias, name, *, strides, dilations, out_pad, pads, groups):
     # the bias there) are what remains when it cuts pad_end - output_padding instead of pad_end.
     cut = (pads[0], pads[1], pads[2] - out_pad[0], pads[3] - out_pad[1])
     if groups != 1 or tuple(dilations) != (1, 1) or x.info.dtype != DataType.Float32 or min(cut) < 0 \
-            or not ctx.b.transpose_conv2d_fits(x, w.shape[1]):
+            or not ctx.b.transpose_conv2d_fits(x):
         return None
     wk = np.ascontiguousarray(w.transpose(1, 0, 2, 3))  # [Cin, Cout, kH, kW] -> [O, I, kH, kW], unflipped
     return ctx.b.transpose_conv2d(x, wk, bias, name, strides=strides, pads=cut, layout=DataLayout.NCHW)

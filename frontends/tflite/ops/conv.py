@@ -199,7 +199,7 @@ def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
     cut by `cut` ((top, bottom), (left, right)) >= 0; else None (the decomposition)."""
     nb, name, oc = ctx.b, ctx.name(op), ctx.shape(wi)[0]
     if ctx.out_quant(op) is not None or x.info.dtype != DataType.Float32 or min(min(cut)) < 0 or \
-            not nb.transpose_conv2d_fits(x, oc):
+            not nb.transpose_conv2d_fits(x):
         return None
     bias = ctx.const(bi).astype(np.float32).reshape(-1) if bi >= 0 else None
     if bias is not None and bias.size != oc:
