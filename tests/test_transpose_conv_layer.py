@@ -136,3 +136,21 @@ def test_reference_models(tmp_path, model, target, release, armnn_runner_for):
     assert "TransposeConvolution2d" in types
     (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [ref["input_0"]])
     np.testing.assert_allclose(got.reshape(ref["output_0"].shape), ref["output_0"], **TOL)
+
+
+@pytest.mark.parametrize("target, release", PAIRS[2:])
+@pytest.mark.parametrize("model", ["transpose_conv.int8", "transpose_conv_valid.int8", "transpose_conv.uint8io",
+                                   "transpose_conv_valid.uint8io"])
+def test_quantized_per_channel_models(tmp_path, model, target, release, armnn_runner_for):
+    """Per-channel int8 weights as QSymmS8 per axis (the scale picked by output channel, as the
+    workload's SetIndex(weightsIndex, dOutput)), an int8 input kept QAsymmS8: CpuRef decodes, sums
+    in float and rounds once, within 1 level of LiteRT's integer kernel (1 measured, as the
+    decomposition's)."""
+    base = os.path.join(ROOT, "test_models", "tflite", "ops", model)
+    ref = np.load(base + ".npz")
+    types = _convert(base + ".tflite", tmp_path / "m.armnn", target)
+    assert types == ["Input", "TransposeConvolution2d", "Output"], types
+    (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [ref["input_0"]])
+    assert got.dtype == ref["output_0"].dtype
+    diff = np.abs(got.astype(np.int32).reshape(ref["output_0"].shape) - ref["output_0"].astype(np.int32))
+    assert diff.max() <= 1

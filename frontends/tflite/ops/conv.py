@@ -184,7 +184,8 @@ def _check_transpose_conv(op, ctx):
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
                            "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
                            "StridedSlice", "TransposeConvolution2d"),
-                   notes="from --target 20.08 one TransposeConvolution2d layer (float; at 20.08 batch 1), "
+                   notes="from --target 20.08 one TransposeConvolution2d layer (float, or per-channel int8 "
+                         "weights; at 20.08 batch 1), "
                          "else zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
@@ -198,14 +199,24 @@ def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
     exactly: out = i * stride - pad + k as TFLite's kernel, OHWI weights as they are, the full result
     cut by `cut` ((top, bottom), (left, right)) >= 0; else None (the decomposition)."""
     nb, name, oc = ctx.b, ctx.name(op), ctx.shape(wi)[0]
-    if ctx.out_quant(op) is not None or x.info.dtype != DataType.Float32 or min(min(cut)) < 0 or \
-            not nb.transpose_conv2d_fits(x):
+    if min(min(cut)) < 0 or not nb.transpose_conv2d_fits(x):
+        return None
+    pads = (cut[0][0], cut[1][0], cut[0][1], cut[1][1])
+    q = ctx.out_quant(op)
+    if q is not None:  # per-channel int8 weights (axis 0, OHWI) kept exact: QSymmS8 per axis
+        found = x.info.dtype.is_quantized and per_axis_weights(ctx, wi, bi, 0, x.info.scale)
+        if not found:
+            return None
+        w, scales, b = found
+        return nb.transpose_conv2d(x, perchannel.weights(w, scales), b, name, strides=strides, pads=pads,
+                                   layout=NHWC, quant=q)
+    if x.info.dtype != DataType.Float32:
         return None
     bias = ctx.const(bi).astype(np.float32).reshape(-1) if bi >= 0 else None
     if bias is not None and bias.size != oc:
         raise Unsupported(f"bias of {bias.size} values for {oc} output channels")
-    return nb.transpose_conv2d(x, float_weights(ctx, wi, name), bias, name, strides=strides,
-                               pads=(cut[0][0], cut[1][0], cut[0][1], cut[1][1]), layout=NHWC)
+    return nb.transpose_conv2d(x, float_weights(ctx, wi, name), bias, name, strides=strides, pads=pads,
+                               layout=NHWC)
 
 
 def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):
@@ -240,7 +251,7 @@ def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):
         cut.append((pb, (size - 1) * s + k - pb - out))  # what the full result loses at each end
     y = _transpose_conv_layer(ctx, op, x, wi, bi, (sh, sw), cut)
     if y is not None:
-        return ctx.fused(y, o.get("fused_activation_function", 0), name, None)
+        return ctx.fused(y, o.get("fused_activation_function", 0), name, ctx.out_quant(op))
     if (sh, sw) != (1, 1):
         zeros = nb.fill_like(x, 0.0, f"{name}_zeros")
         stack = nb.concat([x] + [zeros] * (sh * sw - 1), 0, f"{name}_stack")
