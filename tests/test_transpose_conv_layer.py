@@ -154,3 +154,27 @@ def test_quantized_per_channel_models(tmp_path, model, target, release, armnn_ru
     assert got.dtype == ref["output_0"].dtype
     diff = np.abs(got.astype(np.int32).reshape(ref["output_0"].shape) - ref["output_0"].astype(np.int32))
     assert diff.max() <= 1
+
+
+def _random_onnx(seed):
+    """A random ConvTranspose the layer takes: strides 1-3, kernels 1-4, pads below the kernel,
+    output_padding within the end pad and below the stride, either spatial rank."""
+    r = np.random.default_rng(seed)
+    s, k = [int(v) for v in r.integers(1, 4, 2)], [int(v) for v in r.integers(1, 5, 2)]
+    begin = [int(r.integers(0, kk)) for kk in k]
+    end = [int(r.integers(0, kk)) for kk in k]
+    out_pad = [int(r.integers(0, min(ss - 1, e) + 1)) for ss, e in zip(s, end)]
+    cin, cout = (int(v) for v in r.integers(1, 5, 2))
+    xs = (1, cin, int(r.integers(1, 7)), int(r.integers(1, 7)))
+    attrs = dict(strides=s, pads=begin + end, output_padding=out_pad, kernel_shape=k)
+    if min((i - 1) * ss + kk + op - b - e for i, ss, kk, op, b, e in zip(xs[2:], s, k, out_pad, begin, end)) < 1:
+        attrs["pads"] = [0, 0, 0, 0]
+        attrs["output_padding"] = [0, 0]
+    return attrs, xs, (cin, cout, *k)
+
+
+@pytest.mark.parametrize("target, release", PAIRS[2:])
+@pytest.mark.parametrize("seed", range(24))
+def test_random_onnx_configurations(tmp_path, seed, target, release, armnn_runner_for, monkeypatch):
+    monkeypatch.setitem(ONNX, "random", _random_onnx(seed))
+    test_onnx_conv_transpose(tmp_path, "random", target, release, armnn_runner_for)
