@@ -44,7 +44,7 @@ LAYOUT_LAYERS = frozenset({
     LayerType.L2Normalization, LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd,
     LayerType.Normalization, LayerType.BatchNormalization, LayerType.ResizeBilinear,
     LayerType.StridedSlice, LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace,
-    LayerType.InstanceNormalization,
+    LayerType.InstanceNormalization, LayerType.TransposeConvolution2d,
 })
 
 IN_Q = (0.04, 110)   # quantization of QuantisedAsymm8 test inputs
@@ -447,6 +447,24 @@ def build_prelu(m):
     m.out("y_prelu", m.g.add(LayerType.Prelu, "prelu", [x, alpha], quant=q(m, 0.05, 128)).out())
 
 
+def build_transpose_conv(m):
+    """Both layouts (weights [O, I, kH, kW] / [O, kH, kW, I]): strided, padded unevenly, with a bias;
+    and stride 1 without one. Batch 1: 20.08's InferOutputShapes divides the output channels by the
+    batch (tests/test_transpose_conv_layer.py runs batch 2 at the 23.08 target)."""
+    from armnn_import.ir.descriptors import TransposeConvolution2dDescriptor as TD
+    x = m.input("x", m.nchw(1, 3, 5, 4))
+    w_shape = (4, 3, 3, 2) if m.layout == NCHW else (4, 3, 2, 3)
+    d = TD(pad_left=1, pad_right=0, pad_top=0, pad_bottom=2, stride_x=2, stride_y=3, bias_enabled=True,
+           data_layout=m.layout)
+    l = m.g.add(LayerType.TransposeConvolution2d, "tconv", [x], d,
+                tensors={"weights": m.const(w_shape), "biases": m.bias(4)}, quant=q(m, 0.1, 128))
+    m.out("y", l.out())
+    w2 = (2, 3, 2, 2) if m.layout == NCHW else (2, 2, 2, 3)
+    l2 = m.g.add(LayerType.TransposeConvolution2d, "tconv_s1", [x], TD(stride_x=1, stride_y=1, data_layout=m.layout),
+                 tensors={"weights": m.const(w2)}, quant=q(m, 0.08, 120))
+    m.out("y2", l2.out())
+
+
 def build_elementwise_unary(m, variant=None):
     if variant:
         return build_elementwise_unary_23(m, variant)
@@ -726,7 +744,7 @@ BUILDERS = {
     LayerType.L2Normalization: build_l2norm,
     LayerType.ArgMinMax: build_arg_min_max, LayerType.LogSoftmax: build_log_softmax,
     LayerType.Comparison: build_comparison, LayerType.ElementwiseUnary: build_elementwise_unary,
-    LayerType.Prelu: build_prelu,
+    LayerType.Prelu: build_prelu, LayerType.TransposeConvolution2d: build_transpose_conv,
     LayerType.Cast: build_cast, LayerType.BatchMatMul: build_batch_matmul,
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})

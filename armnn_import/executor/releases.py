@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExecutionError
-from ..ir.types import ArgMinMaxFunction, ComparisonOperation, LayerType, UnaryOperation
-from .common import cpp_max, layer_fn
+from ..ir.types import ArgMinMaxFunction, ComparisonOperation, DataLayout, LayerType, UnaryOperation
+from .common import const_of, cpp_max, from_nchw, input_nchw, layer_fn, to_nchw
 from .numeric import F32, decode, encode
 
 
@@ -105,3 +105,30 @@ def splitter_layer(layer, ins, infos):
         view = x[tuple(slice(o, o + n) for o, n in zip(origin, size))]
         outs.append(encode(view, info))
     return outs
+
+@layer_fn(LayerType.TransposeConvolution2d)
+def transpose_convolution2d(layer, ins, infos):
+    # TransposeConvolution2d.cpp (20.08 and 23.08): every input pixel scattered at i * stride - pad + k,
+    # outside the output dropped, in float. An output element sums its terms in the loop's order:
+    # input row, column ascending (so filter row, column descending), then input channel.
+    d, out_info = layer.desc, layer.outputs[0]
+    w = const_of(layer, "weights")
+    if d.data_layout == DataLayout.NHWC:
+        w = w.transpose(0, 3, 1, 2)                     # [O, kH, kW, I] -> [O, I, kH, kW]
+    x = input_nchw(layer, ins, infos)
+    n, ci, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    sy, sx = d.stride_y, d.stride_x
+    full = np.zeros((n, o, (h - 1) * sy + kh, (wd - 1) * sx + kw), F32)
+    for ky in reversed(range(kh)):
+        for kx in reversed(range(kw)):
+            view = full[:, :, ky:ky + (h - 1) * sy + 1:sy, kx:kx + (wd - 1) * sx + 1:sx]
+            for c in range(ci):
+                view += w[:, c, ky, kx][None, :, None, None] * x[:, c:c + 1]
+    _, _, oh, ow = to_nchw(np.empty(out_info.shape, np.uint8), d.data_layout).shape
+    acc = full[:, :, d.pad_top:d.pad_top + oh, d.pad_left:d.pad_left + ow]
+    if d.bias_enabled:
+        if "biases" not in layer.tensors:
+            raise ExecutionError(f"{layer.name}: bias enabled but no bias tensor")
+        acc = acc + const_of(layer, "biases").astype(F32)[None, :, None, None]
+    return [encode(from_nchw(acc, d.data_layout), out_info)]

@@ -360,3 +360,14 @@ class ViewsDescriptor:
     """Splitter's: origins.view_origins[i] and view_sizes[i] are view i's corner and shape."""
     origins: OriginsDescriptor = None
     view_sizes: tuple[tuple[int, ...], ...] = tuple_field()
+
+class TransposeConvolution2dDescriptor:
+    # the 20.08 format on; weights [O, I, kH, kW] for NCHW, [O, kH, kW, I] for NHWC
+    pad_left: int = 0
+    pad_right: int = 0
+    pad_top: int = 0
+    pad_bottom: int = 0
+    stride_x: int = 0
+    stride_y: int = 0
+    bias_enabled: bool = False
+    data_layout: DataLayout = DataLayout.NCHW

@@ -17,7 +17,8 @@ from .descriptors import (ActivationDescriptor, ArgMinMaxDescriptor, BatchMatMul
                           Pooling2dDescriptor, Pooling3dDescriptor, ReduceDescriptor,
                           ReshapeDescriptor, ResizeBilinearDescriptor, ResizeDescriptor,
                           SoftmaxDescriptor, SpaceToBatchNdDescriptor, SpaceToDepthDescriptor,
-                          StackDescriptor, StridedSliceDescriptor, TileDescriptor, TransposeDescriptor,
+                          StackDescriptor, StridedSliceDescriptor, TileDescriptor,
+                          TransposeConvolution2dDescriptor, TransposeDescriptor,
                           UnidirectionalSequenceLstmDescriptor)
 from .descriptors import ViewsDescriptor
 from .types import LayerType
@@ -117,6 +118,9 @@ LAYER_KINDS: dict[LayerType, LayerKind] = {
     LayerType.Prelu: LayerKind("PreluLayer", None, (), since="20.08"),
     # one input, one output slot per view (SplitterLayer.cpp; RefSplitterWorkload copies each view)
     LayerType.Splitter: LayerKind("SplitterLayer", ViewsDescriptor, (), since="20.08"),
+    # output (in - 1) * stride + k - pads (TransposeConvolution2dLayer.cpp of both releases)
+    LayerType.TransposeConvolution2d: LayerKind("TransposeConvolution2dLayer", TransposeConvolution2dDescriptor,
+                                                ("weights", "biases"), ("biases",), since="20.08"),
 }
 
 LAYER_KINDS.update({

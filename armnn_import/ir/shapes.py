@@ -62,6 +62,21 @@ def _conv(layer, ins):
     return [ins[0].with_shape(out)]
 
 
+def _transpose_conv(layer, ins):
+    # TransposeConvolution2dLayer::InferOutputShapes; weights in the data layout ([O, I, kH, kW] / [O, kH, kW, I])
+    d, x, w = layer.desc, ins[0].shape, layer.tensors["weights"].shape
+    c, h, wd = hw_axes(d.data_layout)
+    if len(x) != 4 or len(w) != 4 or w[c] != x[c]:
+        raise GraphError(f"{layer.name}: transpose convolution of input {x} with weights {w}")
+    out = list(x)
+    out[c] = w[0]
+    out[h] = (x[h] - 1) * d.stride_y + w[h] - d.pad_top - d.pad_bottom
+    out[wd] = (x[wd] - 1) * d.stride_x + w[wd] - d.pad_left - d.pad_right
+    if min(out[h], out[wd]) < 1:
+        raise GraphError(f"{layer.name}: transpose convolution output {out}")
+    return [ins[0].with_shape(out)]
+
+
 def _pool(layer, ins):
     d, x = layer.desc, ins[0].shape
     if len(x) != 4:
@@ -200,6 +215,7 @@ _RULES = {
     # the 20.08 format
     LayerType.ArgMinMax: lambda layer, ins: _reduced(layer, ins, DataType.Signed32),
     LayerType.Comparison: _comparison, LayerType.ElementwiseUnary: _same, LayerType.LogSoftmax: _same,
+    LayerType.TransposeConvolution2d: _transpose_conv,
     LayerType.Prelu: lambda layer, ins: [ins[0].with_shape(broadcast_shape(ins[0].shape, ins[1].shape, layer.name))],
     # float -> QuantisedAsymm8 (its quantization given by the builder) and back
     LayerType.Quantize: lambda layer, ins: [TensorInfo(ins[0].shape, R.quantized_type(layer))],

@@ -143,6 +143,7 @@ class LayerType(IntEnum):
     Comparison = 52
     ElementwiseUnary = 54
     Prelu = 41
+    TransposeConvolution2d = 42
     # structural layers of the 20.08 format (issue 16, direct layers)
     Concat = 39
     Resize = 43

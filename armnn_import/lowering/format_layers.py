@@ -60,6 +60,29 @@ class FormatLayers:
         layer = self.g.add(LayerType.Splitter, name, [x], desc)
         return [layer.out(i) for i in range(len(views))]
 
+    def transpose_conv2d_fits(self, x: Port) -> bool:
+        """Whether the target has the layer and every runtime reading its file infers x's output shape:
+        for a batch N > 1, 20.08's InferOutputShapes gives O * C / (N * C) output channels (or asserts
+        that N * C divides by O * C), 23.08's gives O. So at the 20.08 target batch 1 only."""
+        return self.target.has(LayerType.TransposeConvolution2d) and (
+            self.target.at_least("23.08") or x.info.shape[0] == 1)
+
+    def transpose_conv2d(self, x: Port, w, bias, name: str, *, strides, pads, layout: DataLayout,
+                         quant=None) -> Port:
+        """One TransposeConvolution2d layer (float, the 20.08 format on): weights [O, I, kH, kW] for
+        NCHW, [O, kH, kW, I] for NHWC; pads (top, left, bottom, right), each >= 0, cut from the full
+        (in - 1) * stride + k result; bias float32 [O] or None."""
+        desc = D.TransposeConvolution2dDescriptor(
+            pad_left=int(pads[1]), pad_right=int(pads[3]), pad_top=int(pads[0]), pad_bottom=int(pads[2]),
+            stride_x=int(strides[1]), stride_y=int(strides[0]), bias_enabled=bias is not None,
+            data_layout=layout)
+        # (quantized: w and bias given as ConstTensors, e.g. lowering.perchannel's, and quant the output's)
+        tensors = {"weights": w if isinstance(w, ConstTensor) else ConstTensor(np.ascontiguousarray(w, np.float32))}
+        if bias is not None:
+            tensors["biases"] = bias if isinstance(bias, ConstTensor) else \
+                ConstTensor(np.asarray(bias, np.float32).reshape(-1))
+        return self.add(LayerType.TransposeConvolution2d, name, [x], desc, tensors=tensors, quant=quant)
+
     def compare(self, op, a: Port, b: Port, name: str) -> Port:
         a, b = self._equal_rank(a, b, name)
         return self.add(LayerType.Comparison, name, [a, b], D.ComparisonDescriptor(op))

@@ -50,7 +50,7 @@ S8_LAYERS = frozenset({
     LayerType.SpaceToBatchNd, LayerType.BatchToSpaceNd, LayerType.Mean, LayerType.BatchNormalization,
     LayerType.Normalization, LayerType.L2Normalization, LayerType.ResizeBilinear, LayerType.Quantize,
     LayerType.Dequantize, LayerType.Equal, LayerType.Greater, LayerType.Rsqrt, LayerType.ArgMinMax,
-    LayerType.Comparison, LayerType.ElementwiseUnary, LayerType.Prelu,
+    LayerType.Comparison, LayerType.ElementwiseUnary, LayerType.Prelu, LayerType.TransposeConvolution2d,
     # the richer formats' structural layers (tests/test_q8.py runs their cases both ways too)
     LayerType.Concat, LayerType.Transpose, LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace,
     LayerType.Stack, LayerType.Gather, LayerType.Tile, LayerType.ReverseV2, LayerType.Reduce,

@@ -16,7 +16,7 @@ from armnn_import.lowering.padding import same_pads
 from armnn_import.lowering.pooling import mean_as_pool
 
 from ..registry import all_checks, needs_const, register
-from . import conv3d
+from . import conv3d, conv_transpose_layer
 from .common import mean, power
 
 
@@ -299,11 +299,13 @@ def global_lp_pool(ctx, node):
 
 
 @register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d", "BatchToSpaceNd",
-                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice", "BatchNormalization"),
+                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice", "BatchNormalization",
+                  "TransposeConvolution2d"),
           check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
 def conv_transpose(ctx, node):
-    """Zero-insertion upsampling (Reshape + Pad + Reshape per axis), then an
-    ordinary convolution with the flipped, transposed kernel: exact."""
+    """From the 20.08 format on one TransposeConvolution2d layer where it is exact
+    (conv_transpose_layer.py); else zero-insertion upsampling (Reshape + Pad + Reshape
+    per axis), then an ordinary convolution with the flipped, transposed kernel: exact."""
     x, nd = _to_4d(ctx, ctx.port(node, 0), node)
     n = ctx.name(node)
     w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
@@ -338,6 +340,10 @@ def conv_transpose(ctx, node):
         if len(p) != 2 * nd or any(v < 0 or v > MAX_INT for v in p):
             raise Unsupported(f"pads {p}")
         pads = (0, p[0], 0, p[1]) if nd == 1 else (p[0], p[1], p[2], p[3])
+    y = conv_transpose_layer.direct(ctx, x, w, bias, n, strides=strides, dilations=dil, out_pad=out_pad,
+                                    pads=pads, groups=groups)
+    if y is not None:
+        return _back(ctx, y, nd, node)
     ctx.report.decomposition("ConvTranspose", "zero insertion (Reshape, Pad, Reshape), Pad/StridedSlice, "
                                               "Convolution2d with the flipped kernel")
     y = _zero_insert(ctx, x, strides, n)

@@ -3,7 +3,9 @@ TFLite's SAME/VALID geometry (pool.py and conv3d.py use it too). The weights are
 from __future__ import annotations
 
 from armnn_import.ir import descriptors as D
-from armnn_import.ir.types import DataLayout, LayerType
+import numpy as np
+
+from armnn_import.ir.types import DataLayout, DataType, LayerType
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering import perchannel
 from armnn_import.lowering.padding import same_pads
@@ -181,13 +183,40 @@ def _check_transpose_conv(op, ctx):
 @REGISTRY.register("TRANSPOSE_CONV", since=1, until=5, inputs=3, data_input=2, check=_check_transpose_conv,
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
                            "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
-                           "StridedSlice"),
-                   notes="zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
+                           "StridedSlice", "TransposeConvolution2d"),
+                   notes="from --target 20.08 one TransposeConvolution2d layer (float, or per-channel int8 "
+                         "weights; at 20.08 batch 1), "
+                         "else zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
     out_shape = [int(v) for v in ctx.ints(op.inputs[0]).reshape(-1)]
     bi = op.inputs[3] if len(op.inputs) > 3 else -1
     return transpose_conv_nhwc(ctx, op, op.inputs[2], op.inputs[1], bi, out_shape, op.options)
+
+
+def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
+    """One TransposeConvolution2d layer (float, the 20.08 format on) where it computes the operator
+    exactly: out = i * stride - pad + k as TFLite's kernel, OHWI weights as they are, the full result
+    cut by `cut` ((top, bottom), (left, right)) >= 0; else None (the decomposition)."""
+    nb, name, oc = ctx.b, ctx.name(op), ctx.shape(wi)[0]
+    if min(min(cut)) < 0 or not nb.transpose_conv2d_fits(x):
+        return None
+    pads = (cut[0][0], cut[1][0], cut[0][1], cut[1][1])
+    q = ctx.out_quant(op)
+    if q is not None:  # per-channel int8 weights (axis 0, OHWI) kept exact: QSymmS8 per axis
+        found = x.info.dtype.is_quantized and per_axis_weights(ctx, wi, bi, 0, x.info.scale)
+        if not found:
+            return None
+        w, scales, b = found
+        return nb.transpose_conv2d(x, perchannel.weights(w, scales), b, name, strides=strides, pads=pads,
+                                   layout=NHWC, quant=q)
+    if x.info.dtype != DataType.Float32:
+        return None
+    bias = ctx.const(bi).astype(np.float32).reshape(-1) if bi >= 0 else None
+    if bias is not None and bias.size != oc:
+        raise Unsupported(f"bias of {bias.size} values for {oc} output channels")
+    return nb.transpose_conv2d(x, float_weights(ctx, wi, name), bias, name, strides=strides, pads=pads,
+                               layout=NHWC)
 
 
 def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):
@@ -211,7 +240,7 @@ def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):
         raise Unsupported(f"strides {[sh, sw]} for an output of {oh}x{ow}")
     if sh * sw > MAX_COPIES:  # the input is stacked with sh * sw - 1 copies of zeros
         raise Unsupported(f"strides {[sh, sw]}: at most {MAX_COPIES} positions per input element")
-    begin, end = [], []
+    begin, end, cut = [], [], []
     for size, k, s, out in ((h, kh, sh, oh), (w, kw, sw, ow)):
         fwd = -(-out // s) if o["padding"] == SAME else (out + s - k) // s
         pb = max((fwd - 1) * s + k - out, 0) // 2
@@ -219,6 +248,10 @@ def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):
         p1 = out + pb - (size * s)           # padding after it (it holds s - 1 trailing zeros)
         begin.append(p0)
         end.append(p1)
+        cut.append((pb, (size - 1) * s + k - pb - out))  # what the full result loses at each end
+    y = _transpose_conv_layer(ctx, op, x, wi, bi, (sh, sw), cut)
+    if y is not None:
+        return ctx.fused(y, o.get("fused_activation_function", 0), name, ctx.out_quant(op))
     if (sh, sw) != (1, 1):
         zeros = nb.fill_like(x, 0.0, f"{name}_zeros")
         stack = nb.concat([x] + [zeros] * (sh * sw - 1), 0, f"{name}_stack")

@@ -37,8 +37,10 @@ def _check_transpose_conv_bias(op, ctx):
 
 @REGISTRY.register("Convolution2DTransposeBias", since=1, until=1, inputs=3, check=_check_transpose_conv_bias,
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd", "FullyConnected",
-                           "BatchNormalization", "Addition", "Pad", "Permute", "Reshape", "StridedSlice"),
-                   notes="mediapipe's custom TRANSPOSE_CONV with a bias: zeros inserted by "
+                           "BatchNormalization", "Addition", "Pad", "Permute", "Reshape", "StridedSlice",
+                           "TransposeConvolution2d"),
+                   notes="mediapipe's custom TRANSPOSE_CONV with a bias: from --target 20.08 one "
+                         "TransposeConvolution2d layer (at 20.08 batch 1), else zeros inserted by "
                          "BatchToSpaceNd over [x, zeros...], then a convolution with the flipped kernel")
 def transpose_conv_bias(ctx, op):
     o = op.options
