@@ -106,6 +106,7 @@ def splitter_layer(layer, ins, infos):
         outs.append(encode(view, info))
     return outs
 
+
 @layer_fn(LayerType.TransposeConvolution2d)
 def transpose_convolution2d(layer, ins, infos):
     # TransposeConvolution2d.cpp (20.08 and 23.08): every input pixel scattered at i * stride - pad + k,

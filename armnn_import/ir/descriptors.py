@@ -361,6 +361,8 @@ class ViewsDescriptor:
     origins: OriginsDescriptor = None
     view_sizes: tuple[tuple[int, ...], ...] = tuple_field()
 
+
+@dataclass
 class TransposeConvolution2dDescriptor:
     # the 20.08 format on; weights [O, I, kH, kW] for NCHW, [O, kH, kW, I] for NHWC
     pad_left: int = 0
