@@ -82,13 +82,27 @@ def feeds(result, arrays):
     return out
 
 
+def assert_within_kernel_spread(result, got, plain, fast, extra=1):
+    """onnxruntime's optimized (fused integer) kernels are not the reference: on a CPU without
+    VNNI their int8 arithmetic saturates and lands levels off the graph as written (`plain`).
+    The network must stay within that spread (plus `extra` levels of rounding) of them."""
+    levels = [_levels(p, info) for p, info in zip(plain, result.report.outputs)]
+    spread = lsb_errors(result, levels, fast).max()
+    err = lsb_errors(result, got, fast)
+    assert err.max() <= spread + extra, f"{err.max()} levels off onnxruntime optimized, whose spread is {spread}"
+
+
+def _levels(e, info):
+    q = info["quantization"]
+    return np.clip(np.round(e.astype(np.float64) / q["scale"]) + q["offset"], 0, 255)
+
+
 def lsb_errors(result, got, expected):
     """|network output - expected| in levels of each quantized output."""
     errs = []
     for g, e, info in zip(got, expected, result.report.outputs):
         assert info["dtype"] == "QuantisedAsymm8", info
-        q = info["quantization"]
-        want = np.clip(np.round(e.astype(np.float64) / q["scale"]) + q["offset"], 0, 255)
+        want = _levels(e, info)
         errs.append(np.abs(g.reshape(e.shape).astype(np.float64) - want))
     return np.concatenate([e.reshape(-1) for e in errs])
 
@@ -187,9 +201,9 @@ def test_single_operator_within_one_level(armnn_runner, tmp_path, fmt, kind, nam
     # the whole network is quantized: uint8 in, uint8 out
     assert all(i["dtype"] == "QuantisedAsymm8" for i in result.report.inputs + result.report.outputs)
     assert not any(l.outputs and l.outputs[0].dtype == DataType.Float32 for l in result.network.layers)
-    for expected in (plain, fast):
-        err = lsb_errors(result, got, expected)
-        assert err.max() <= 1, f"{err.max()} levels off ({np.mean(err > 0):.1%} of the values)"
+    err = lsb_errors(result, got, plain)
+    assert err.max() <= 1, f"{err.max()} levels off ({np.mean(err > 0):.1%} of the values)"
+    assert_within_kernel_spread(result, got, plain, fast)
     # nearly always exact; but Arm NN rounds ties away from zero, onnxruntime to even
     assert lsb_errors(result, got, plain).mean() < (0.15 if (fmt, name) in TIES else 0.01)
 
@@ -352,5 +366,5 @@ def test_global_average_pool_ties_round_to_even(armnn_runner):
         assert "quantized mean rounded half to even" in result.report.decompositions
         levels = np.round(x / 0.05).reshape(64, 4).sum(axis=1)  # levels above the zero point: ties at 2 mod 4
         assert np.sum(levels % 4 == 2) > 8
-        for expected in (plain, fast):
-            assert lsb_errors(result, got, expected).max() == 0
+        assert lsb_errors(result, got, plain).max() == 0
+        assert_within_kernel_spread(result, got, plain, fast, extra=0)

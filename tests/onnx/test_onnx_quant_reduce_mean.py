@@ -2,7 +2,8 @@
 and MNASNet end, quantized by onnxruntime's quantize_static in QDQ and QOperator form): the
 global average pool's lowering, and the kept axes dropped for keepdims=0. It was refused ("no
 quantized lowering of ReduceMean"). The CLI writes the file; it runs on each target's Arm NN
-CpuRef against onnxruntime, unoptimized and optimized, within one level."""
+CpuRef against onnxruntime: within one level of the graph as written (unoptimized), and of
+its fused kernels within their own spread (they saturate on CPUs without VNNI) plus one."""
 from __future__ import annotations
 
 import json
@@ -82,10 +83,14 @@ def test_quantized_spatial_mean_within_one_level(armnn_runner_for, tmp_path, tar
     x = np.random.default_rng(3).standard_normal((1, 3, 6, 6)).astype(np.float32)
     (got,) = armnn_runner_for(release)(dst, [feed(report, x)])
     step = output_step(qmodel)
-    for optimized in (False, True):
-        (expected,) = session(qmodel, optimized).run(None, {"x": x})
-        err = np.abs(real(report, got).reshape(expected.shape) - expected) / step
-        assert err.max() <= 1.0 + 1e-3, f"{err.max():.2f} levels off, optimized={optimized}"
+    (plain,) = session(qmodel, False).run(None, {"x": x})
+    (fast,) = session(qmodel, True).run(None, {"x": x})
+    ours = real(report, got).reshape(plain.shape)
+    err = np.abs(ours - plain) / step
+    assert err.max() <= 1.0 + 1e-3, f"{err.max():.2f} levels off onnxruntime unoptimized"
+    # onnxruntime's fused int8 kernels saturate on CPUs without VNNI: within their spread + 1
+    spread = np.abs(fast - plain).max() / step
+    assert np.abs(ours - fast).max() / step <= spread + 1.0 + 1e-3, f"onnxruntime's spread: {spread:.2f} levels"
 
 
 def test_quantized_mean_over_other_axes_refused_with_hint(tmp_path):
