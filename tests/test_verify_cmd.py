@@ -347,3 +347,32 @@ def test_per_layer_on_the_runtime_names_the_qdq_layer_with_a_wrong_weight(armnn_
     assert d is not None and d.node == node["fused_into"] and node["node"] in d.fused, check.format()
     # the network itself is unchanged: only its own outputs
     assert len(read(result.to_bytes()).output_layers) == 1
+
+
+def test_qdq_reference_is_the_graph_as_written():
+    """A QDQ model is checked against onnxruntime with its optimizations off: the graph as written
+    (DequantizeLinear, float operator, QuantizeLinear), which onnx.reference computes too. Its fused
+    int8 kernels saturate on CPUs without VNNI (CI's machine), several levels off that."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    from armnn_import_frontends.onnx.verify import OnnxSource
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(3, np.int8), "z"),
+             numpy_helper.from_array(rng.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8), "wq"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"]),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "s", "z"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "s", "z"], ["y"])]
+    g = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 6, 6])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    onnx.checker.check_model(model)
+    src = OnnxSource(model)
+    assert "optimizations off" in src.runtime
+    x = rng.standard_normal((1, 4, 6, 6)).astype(np.float32) * 2
+    (want,) = ReferenceEvaluator(model).run(None, {"x": x})
+    np.testing.assert_allclose(src.run([x])[0], want, atol=1e-6)
