@@ -28,7 +28,8 @@ from .cleanup import bn_affine, float_bn, single_consumer
 def _shift_of(graph: Graph, fc: Layer) -> tuple[Layer, np.ndarray] | None:
     """(the BatchNormalization, its shift) that alone reads, through one Reshape to 4-D, a
     bias-free Float32 FullyConnected's [N, C] output on its channel axis; None otherwise."""
-    if fc.desc.bias_enabled or fc.outputs[0].dtype != DataType.Float32 or not single_consumer(graph, fc):
+    y = fc.outputs[0]
+    if fc.desc.bias_enabled or y.dtype != DataType.Float32 or y.rank != 2 or not single_consumer(graph, fc):
         return None
     reshape = graph.consumers(fc.out())[0][0]
     if reshape.type != LayerType.Reshape or not single_consumer(graph, reshape):
@@ -36,7 +37,7 @@ def _shift_of(graph: Graph, fc: Layer) -> tuple[Layer, np.ndarray] | None:
     bn = graph.consumers(reshape.out())[0][0]
     if not float_bn(bn):
         return None
-    n, c = fc.outputs[0].shape
+    n, c = y.shape
     want = (n, c, 1, 1) if bn.desc.data_layout == DataLayout.NCHW else (n, 1, 1, c)
     if reshape.outputs[0].shape != want or np.any(bn.tensors["mean"].data != 0):
         return None
