@@ -4,7 +4,7 @@ A model's dense layer on a 3-D input (Keras Tensordot: Reshape, MatMul, BiasAdd)
 MatMul + Add reaches the IR as a FullyConnected without bias, a Reshape of its [N, C] output
 to [N, C, 1, 1] (or [N, 1, 1, C] for NHWC) and a scale-1 BatchNormalization with mean 0
 (NetBuilder.batchnorm), which shifts_to_additions would make an Addition of a generated
-constant (keras_reshape_permute_flatten: 16 layers, 8 with this pass; the anchor computes 8).
+constant (keras_reshape_permute_flatten: 16 layers, 8 with this pass; the anchor writes 33).
 
 Bit for bit: CpuRef's FullyConnected (FullyConnected.cpp, 20.08 and 23.08) sums weight *
 input in float from 0.0f, then adds the bias in float, once: outval + bias. The
