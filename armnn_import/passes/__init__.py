@@ -17,6 +17,7 @@ from .cleanup import (drop_unused_inputs, fold_batchnorm_into_conv, fold_constan
 from .conv_bias import fold_affine_into_conv
 from .conv_fc import convs_as_fully_connected
 from .direct import direct_layers
+from .fc_bias import shifts_into_fc
 from .fc_flatten import reshapes_into_fc
 from .layout import sink_permutes
 from .lstm_major import batch_major_lstm
@@ -31,6 +32,9 @@ PIPELINE = (
     ("remove_identities", remove_identities),
     ("merge_permutes", merge_permutes),
     ("merge_reshapes", merge_reshapes),
+    # after merge_reshapes (one Reshape between the FullyConnected and its shift), before the
+    # second one, which joins the Reshapes around the dropped shift; Float32 only
+    ("shifts_into_fc", shifts_into_fc),
     ("merge_duplicates", merge_duplicates),
     ("sink_permutes", sink_permutes),
     ("permutes_as_reshapes", permutes_as_reshapes),  # richer targets only
@@ -58,8 +62,10 @@ PIPELINE = (
 def pipeline(conv_bias: str = "add", float16: bool = False) -> tuple:
     """The passes for the given ConvertOptions.conv_bias ("batchnorm" keeps the shifts). A network
     that becomes Float16 keeps its BatchNormalizations (as Multiplication + Addition it would
-    round twice to Float16 where the BatchNormalization rounds once)."""
-    drop = ({"shifts_to_additions"} if conv_bias != "add" else set()) | ({"split_batchnorms"} if float16 else set())
+    round twice to Float16 where the BatchNormalization rounds once; a shift folded into a
+    FullyConnected's bias would round once where the network rounds twice)."""
+    drop = ({"shifts_to_additions"} if conv_bias != "add" else set()) | \
+        ({"split_batchnorms", "shifts_into_fc"} if float16 else set())
     return tuple(p for p in PIPELINE if p[0] not in drop)
 
 
