@@ -1,0 +1,109 @@
+"""Inputs fixed to a value (--input-value NAME=V, convert(input_values={...})): the frontend
+makes the input a constant of the model's shape and dtype, so what depends on it alone
+(an If on a sample rate, a shape computed from it) folds at conversion. The value is
+checked: an integer input takes integers in its dtype's range (exact, never through a float),
+a bool input 0/1/true/false, a float input values within its range (rounded to it, as
+onnxruntime or LiteRT round what they are fed)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import InputValueError, printable
+
+BOOL_WORDS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def check_names(given: dict, inputs: list[str]) -> None:
+    """InputValueError for a fixed name that is not an input of the model."""
+    for name in given:
+        if name not in inputs:
+            raise InputValueError(f"input value for {printable(name)!r}, which is not an input of the model "
+                                  f"(inputs: {', '.join(printable(n) for n in inputs) or 'none'})")
+
+
+def fixed_value(name: str, given, dtype, shape) -> np.ndarray:
+    """`given` (a number, a string "v" or "v,v,...", a sequence or an array) as an array of
+    `dtype` and `shape` (None: unknown; a tuple whose unknown dimensions are None). One value
+    fills the whole shape; otherwise the values fill it in order (a 1-D input of unknown
+    length takes their count)."""
+    dtype = np.dtype(dtype)
+    flat = [_element(name, v, dtype) for v in _items(name, given)]
+    if shape is None or any(d is None for d in shape):
+        if shape is not None and len(shape) <= 1:
+            shape = (len(flat),) if shape else ()
+            if not shape and len(flat) != 1:
+                raise InputValueError(f"input value for {printable(name)!r}: the input is a scalar, "
+                                      f"{len(flat)} values given")
+        else:
+            raise InputValueError(f"input value for {printable(name)!r}: the input's shape is not known; "
+                                  "give it with --input-shape")
+    count = int(np.prod(shape, dtype=np.int64))
+    if len(flat) not in (1, count):
+        raise InputValueError(f"input value for {printable(name)!r}: {len(flat)} values for shape "
+                              f"{list(shape)} ({count} elements)")
+    out = np.empty(count, dtype)
+    out[:] = flat
+    return out.reshape(shape)
+
+
+def _items(name: str, given) -> list:
+    if isinstance(given, str):
+        items = [v.strip() for v in given.split(",")]
+    else:
+        items = np.asarray(given, dtype=object).reshape(-1).tolist()
+    if not items or any(isinstance(v, str) and not v for v in items):
+        raise InputValueError(f"input value for {printable(name)!r}: expected a value or a comma list, "
+                              f"got {printable(given)!r}")
+    return items
+
+
+def _element(name: str, v, dtype: np.dtype):
+    """One value, exactly in `dtype` (InputValueError when it cannot hold it)."""
+    what = f"input value for {printable(name)!r}: {printable(v)!r}"
+    if dtype.kind == "b":
+        key = str(v).strip().lower() if not isinstance(v, (bool, np.bool_)) else str(bool(v)).lower()
+        if key not in BOOL_WORDS:
+            raise InputValueError(f"{what} is not a boolean (true, false, 1, 0)")
+        return BOOL_WORDS[key]
+    try:
+        x = _number(v)
+    except (TypeError, ValueError):
+        raise InputValueError(f"{what} is not a number") from None
+    if dtype.kind in "iu":
+        if isinstance(x, float):
+            if not x.is_integer():
+                raise InputValueError(f"{what} is not an integer; the input is {dtype.name}")
+            x = int(x)
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise InputValueError(f"{what} is outside {dtype.name}'s range [{info.min}, {info.max}]")
+        return x
+    if dtype.kind == "f":
+        try:
+            f = float(x)
+        except OverflowError:
+            raise InputValueError(f"{what} is outside {dtype.name}'s range") from None  # (inf and nan are values a float holds; a finite value must not overflow)
+        if np.isfinite(f) and abs(f) > float(np.finfo(dtype).max):
+            raise InputValueError(f"{what} is outside {dtype.name}'s range")
+        return f
+    raise InputValueError(f"input value for {printable(name)!r}: an input of type {dtype.name} cannot be fixed")
+
+
+def _number(v):
+    """An int (kept exact: no float on the way) or a float, from a string or a number."""
+    if isinstance(v, (bool, np.bool_)):
+        return int(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    text = str(v).strip()
+    try:
+        return int(text, 0) if text.lstrip("+-")[:2].lower() in ("0x", "0b", "0o") else int(text)
+    except ValueError:
+        return float(text)
+
+
+def record(report, name: str, value: np.ndarray) -> None:
+    """The report's note of a fixed input: its value (a list), shape and dtype."""
+    report.input_values[name] = {"value": value.tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
