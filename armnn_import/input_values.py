@@ -29,15 +29,13 @@ def fixed_value(name: str, given, dtype, shape) -> np.ndarray:
     dtype = np.dtype(dtype)
     flat = [_element(name, v, dtype) for v in _items(name, given)]
     if shape is None or any(d is None for d in shape):
-        if shape is not None and len(shape) <= 1:
-            shape = (len(flat),) if shape else ()
-            if not shape and len(flat) != 1:
-                raise InputValueError(f"input value for {printable(name)!r}: the input is a scalar, "
-                                      f"{len(flat)} values given")
-        else:
+        if shape is None or len(shape) != 1:
             raise InputValueError(f"input value for {printable(name)!r}: the input's shape is not known; "
                                   "give it with --input-shape")
+        shape = (len(flat),)
     count = int(np.prod(shape, dtype=np.int64))
+    if not shape and len(flat) != 1:
+        raise InputValueError(f"input value for {printable(name)!r}: the input is a scalar, {len(flat)} values given")
     if len(flat) not in (1, count):
         raise InputValueError(f"input value for {printable(name)!r}: {len(flat)} values for shape "
                               f"{list(shape)} ({count} elements)")
@@ -59,7 +57,8 @@ def _items(name: str, given) -> list:
 
 def _element(name: str, v, dtype: np.dtype):
     """One value, exactly in `dtype` (InputValueError when it cannot hold it)."""
-    what = f"input value for {printable(name)!r}: {printable(v)!r}"
+    shown = repr(printable(v)) if isinstance(v, str) else v
+    what = f"input value for {printable(name)!r}: {shown}"
     if dtype.kind == "b":
         key = str(v).strip().lower() if not isinstance(v, (bool, np.bool_)) else str(bool(v)).lower()
         if key not in BOOL_WORDS:

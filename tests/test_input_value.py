@@ -1,0 +1,164 @@
+"""--input-value NAME=V and convert(input_values=...): the input becomes a constant of that value
+in the model's shape and dtype, so an If on it folds to the branch it selects (silero VAD's sample
+rate). Checked through the CLI's file on the real runtimes against onnxruntime and LiteRT fed the
+same fixed value; the refusals (an unknown name, a bad value, a dtype that cannot hold it) are one
+typed line."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "onnx"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from tfl_builder import ModelBuilder, run_litert  # noqa: E402
+from reference_io import run_ort  # noqa: E402
+
+from armnn_import import cli, convert  # noqa: E402
+from armnn_import.errors import InputValueError  # noqa: E402
+from armnn_import.serialize import read  # noqa: E402
+
+PAIRS = [("19.02", "20.08"), ("20.08", "20.08"), ("23.08", "23.08")]
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+def _branch(name, nodes, out):
+    return helper.make_graph(nodes, name, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+
+
+def _if_model() -> onnx.ModelProto:
+    """y = If(mode == 2) then x * 2 else x + 1, plus bias (a [3] input): `mode` an int64 scalar
+    input, as silero VAD's sample rate is."""
+    two = onnx.numpy_helper.from_array(np.array(2, np.int64), "two")
+    k = onnx.numpy_helper.from_array(np.array(2.0, np.float32), "k")
+    then = _branch("then", [helper.make_node("Mul", ["x", "k"], ["t"])], "t")
+    other = _branch("else", [helper.make_node("Add", ["x", "k"], ["e"])], "e")
+    nodes = [helper.make_node("Equal", ["mode", "two"], ["cond"]),
+             helper.make_node("If", ["cond"], ["z"], then_branch=then, else_branch=other),
+             helper.make_node("Add", ["z", "bias"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3]),
+                                       helper.make_tensor_value_info("mode", TensorProto.INT64, []),
+                                       helper.make_tensor_value_info("bias", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3])], initializer=[two, k])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("target, release", PAIRS)
+@pytest.mark.parametrize("mode", [2, 5])
+def test_onnx_if_on_a_fixed_input_folds(tmp_path, mode, target, release, armnn_runner_for):
+    model = _if_model()
+    src, out, rep = tmp_path / "m.onnx", tmp_path / "m.armnn", tmp_path / "r.json"
+    onnx.save(model, src)
+    x = np.random.default_rng(mode).standard_normal((1, 2, 3)).astype(np.float32)
+    bias = np.array([0.5, -1.25, 3.0], np.float32)
+    (want,) = run_ort(model.SerializeToString(), {"x": x, "mode": np.array(mode, np.int64), "bias": bias})
+    assert cli.main([str(src), "-o", str(out), "--target", target, "-q", "--input-value", f"mode={mode}",
+                     "--input-value", "bias=0.5,-1.25,3", "--report", str(rep)]) == 0
+    graph = read(out.read_bytes())
+    assert [l.name for l in graph.input_layers] == ["x"]
+    (got,) = armnn_runner_for(release)(out, [x])
+    np.testing.assert_allclose(got.reshape(want.shape), want, **TOL)
+    fixed = json.loads(rep.read_text())["input_values"]
+    assert fixed == {"mode": {"value": mode, "shape": [], "dtype": "int64"},
+                     "bias": {"value": [0.5, -1.25, 3.0], "shape": [3], "dtype": "float32"}}
+
+
+def test_onnx_if_on_a_free_input_stays_refused(tmp_path, capsys):
+    src = tmp_path / "m.onnx"
+    onnx.save(_if_model(), src)
+    assert cli.main([str(src), "-o", str(tmp_path / "m.armnn"), "--target", "23.08"]) == 1
+    assert "its condition is computed at run time" in capsys.readouterr().err
+
+
+def _tflite():
+    """y = x * s + b: s a [1, 1, 4] input fixed by one value filling it, b by a list."""
+    mb = ModelBuilder()
+    x, s, b = mb.input("x", (1, 3, 4)), mb.input("s", (1, 1, 4)), mb.input("b", (4,))
+    m = mb.op("MUL", [x, s], "MulOptions", out_shape=(1, 3, 4), out_dtype=np.float32)
+    mb.output(mb.op("ADD", [m, b], "AddOptions", out_shape=(1, 3, 4), out_dtype=np.float32))
+    return mb.build()
+
+
+@pytest.mark.parametrize("target, release", PAIRS)
+def test_tflite_fixed_inputs(tmp_path, target, release, armnn_runner_for):
+    data = _tflite()
+    src, out = tmp_path / "m.tflite", tmp_path / "m.armnn"
+    src.write_bytes(data)
+    x = np.random.default_rng(3).standard_normal((1, 3, 4)).astype(np.float32)
+    s, b = np.full((1, 1, 4), -1.5, np.float32), np.array([1, 2, 3, 4.5], np.float32)
+    want = run_litert(data, [x, s, b])[0]
+    assert cli.main([str(src), "-o", str(out), "--target", target, "-q",
+                     "--input-value", "s=-1.5", "--input-value", "b=1,2,3,4.5"]) == 0
+    assert [l.name for l in read(out.read_bytes()).input_layers] == ["x"]
+    (got,) = armnn_runner_for(release)(out, [x])
+    np.testing.assert_allclose(got.reshape(want.shape), want, **TOL)
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"nope": 1}, "'nope', which is not an input of the model (inputs: x, mode, bias)"),
+    ({"mode": "abc"}, "'abc' is not a number"),
+    ({"mode": 1.5}, "1.5 is not an integer; the input is int64"),
+    ({"mode": 2 ** 63}, "is outside int64's range"),
+    ({"bias": "1,2"}, "2 values for shape [3] (3 elements)"),
+    ({"bias": 1e39}, "outside float32's range"),
+    ({"mode": "1,2"}, "the input is a scalar, 2 values given")])
+def test_bad_input_values_are_refused(values, message):
+    with pytest.raises(InputValueError, match=None) as e:
+        convert(_if_model(), input_values=values, target="23.08")
+    assert message in str(e.value)
+
+
+def test_bool_input_takes_boolean_words():
+    g = helper.make_graph([helper.make_node("Where", ["c", "x", "k"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("c", TensorProto.BOOL, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                          initializer=[onnx.numpy_helper.from_array(np.zeros(2, np.float32), "k")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    result = convert(model, input_values={"c": "true,false"}, target="23.08")
+    assert result.report.input_values["c"]["value"] == [True, False]
+    with pytest.raises(InputValueError, match="'2' is not a boolean"):
+        convert(model, input_values={"c": "2"}, target="23.08")
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    src = tmp_path / "m.onnx"
+    onnx.save(_if_model(), src)
+    assert cli.main([str(src), "-o", str(tmp_path / "m.armnn"), "--input-value", "mode=x1"]) == 1
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("armnn-import: error:") and "'x1' is not a number" in err[0], err
+    assert cli.main([str(src), "-o", str(tmp_path / "m.armnn"), "--input-value", "mode"]) == 2
+    assert "expected NAME=V or NAME=V,V,..." in capsys.readouterr().err
+
+
+def test_silero_vad_with_its_sample_rate_fixed(tmp_path, armnn_runner_for):
+    """silero_vad.onnx (the silero-vad wheel) branches on its `sr` input: with sr=16000 its Ifs
+    fold, and the 23.08 file matches onnxruntime run with sr=16000."""
+    import pypi_cache
+    import pypi_models as P
+
+    model = P.BY_NAME["silero-vad"]
+    try:
+        src = str(pypi_cache.member(model.wheel, model.member))
+    except pypi_cache.WheelUnavailable as e:
+        pypi_cache.skip_or_fail(str(e))
+    feeds = model.feeds()
+    names = [o.name for o in onnx.load(src, load_external_data=False).graph.output]
+    want = dict(zip(names, run_ort(open(src, "rb").read(), feeds)))
+    out = tmp_path / "silero.armnn"
+    shapes = [a for n in ("input", "state") for a in ("--input-shape", f"{n}={','.join(map(str, feeds[n].shape))}")]
+    assert cli.main([src, "-o", str(out), "-q", "--target", "23.08", "--input-value", "sr=16000", *shapes]) == 0
+    graph = read(out.read_bytes())
+    ins = sorted(graph.input_layers, key=lambda layer: layer.binding_id)
+    assert [l.name for l in ins] == ["input", "state"]
+    got = armnn_runner_for("23.08")(out, [feeds[l.name] for l in ins])
+    outs = sorted(graph.output_layers, key=lambda layer: layer.binding_id)
+    for g, layer in zip(got, outs):
+        w = want[layer.name]
+        np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-3, atol=1e-4 * max(1.0, np.abs(w).max()))
