@@ -68,10 +68,15 @@ class FormatLayers:
             self.target.at_least("23.08") or x.info.shape[0] == 1)
 
     def transpose_conv2d(self, x: Port, w, bias, name: str, *, strides, pads, layout: DataLayout,
-                         quant=None) -> Port:
-        """One TransposeConvolution2d layer (float, the 20.08 format on): weights [O, I, kH, kW] for
+                         quant=None, weight_info=None) -> Port:
+        """One TransposeConvolution2d layer (the 20.08 format on): weights [O, I, kH, kW] for
         NCHW, [O, kH, kW, I] for NHWC; pads (top, left, bottom, right), each >= 0, cut from the full
-        (in - 1) * stride + k result; bias float32 [O] or None."""
+        (in - 1) * stride + k result; bias float32 [O] or None. Per-tensor uint8 weights: `w` the
+        uint8 array, `weight_info` their TensorInfo; the bias becomes Signed32 at input scale x
+        weight scale (CpuRef decodes all three to float, sums in float and rounds once)."""
+        if weight_info is not None:
+            w = ConstTensor(np.ascontiguousarray(w), weight_info.with_shape(np.shape(w)))
+            bias = None if bias is None else self._conv_bias(bias, x, weight_info)
         desc = D.TransposeConvolution2dDescriptor(
             pad_left=int(pads[1]), pad_right=int(pads[3]), pad_top=int(pads[0]), pad_bottom=int(pads[2]),
             stride_x=int(strides[1]), stride_y=int(strides[0]), bias_enabled=bias is not None,
