@@ -1,7 +1,8 @@
-"""TFLite TRANSPOSE_CONV with per-tensor 8-bit weights as one TransposeConvolution2d layer from the
-20.08 format on: uint8 weights as stored (int8 ones + 128, exact), the bias Signed32 at input scale
-x weight scale. Arm NN's TransposeConvolution2d.cpp decodes input, weights and bias to float, sums
-in float and rounds once into the output's quantization: within 1 level of LiteRT's integer kernel,
+"""TFLite TRANSPOSE_CONV with per-tensor 8-bit weights, and ONNX's QDQ ConvTranspose, as one quantized
+TransposeConvolution2d layer from the 20.08 format on (at 20.08 batch 1): uint8 weights as stored
+(symmetric int8 ones + 128, exact), the bias Signed32 at input scale x weight scale. Arm NN's
+TransposeConvolution2d.cpp decodes input, weights and bias to float, sums in float and rounds once
+into the output's quantization: within 1 level of LiteRT's integer kernel and of onnxruntime's graph,
 checked on the real runtimes (the reference models and seeded random ones, uint8 and int8)."""
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import os
 import sys
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tflite"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 from tfl_builder import ModelBuilder, run_litert  # noqa: E402
+from reference_io import run_ort  # noqa: E402
 
 from armnn_import import cli  # noqa: E402
 from armnn_import.serialize import read  # noqa: E402
@@ -80,3 +85,70 @@ def test_random_per_tensor_models(tmp_path, case, target, release, armnn_runner_
     assert types == ["Input", "TransposeConvolution2d", "Output"], types
     (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [x])
     _within_one_level(got, want)
+
+
+# ONNX QDQ: id -> (weights dtype, ConvTranspose attributes, input [N, C, H, W] or [N, C, L], weights, bias)
+QDQ = {"u8-s2-p1": (np.uint8, dict(strides=[2, 2], pads=[1, 1, 1, 1]), (1, 3, 5, 6), (3, 4, 3, 3), True),
+       "u8-s3x2-nobias": (np.uint8, dict(strides=[3, 2]), (1, 2, 4, 5), (2, 3, 2, 3), False),
+       "i8-s2-outpad": (np.int8, dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]), (1, 3, 5, 6),
+                        (3, 4, 3, 3), True),
+       "u8-1d": (np.uint8, dict(strides=[2], pads=[1, 0]), (1, 3, 7), (3, 4, 3), True),
+       "u8-batch2": (np.uint8, dict(strides=[2, 2]), (2, 3, 4, 5), (3, 2, 3, 3), True)}
+XQ, WQ, YQ = (0.03, 120), (0.01, 131), (0.05, 121)
+
+
+def _qdq(case):
+    wdtype, attrs, xs, ws, with_bias = QDQ[case]
+    rng = np.random.default_rng(sum(map(ord, case)))
+    lo = np.iinfo(wdtype).min
+    wz = WQ[1] if wdtype == np.uint8 else 0
+
+    def c(name, v, dt):
+        return numpy_helper.from_array(np.array(v, dt), name)
+    inits = [c("wq", rng.integers(lo, lo + 256, ws), wdtype), c("ws", WQ[0], np.float32), c("wz", wz, wdtype),
+             c("xs", XQ[0], np.float32), c("xz", XQ[1], np.uint8), c("ys", YQ[0], np.float32), c("yz", YQ[1], np.uint8)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"])]
+    ins = ["xd", "wd"]
+    if with_bias:
+        inits += [c("bq", rng.integers(-2000, 2000, ws[1]), np.int32), c("bs", XQ[0] * WQ[0], np.float32)]
+        nodes.append(helper.make_node("DequantizeLinear", ["bq", "bs"], ["bd"]))
+        ins.append("bd")
+    nodes += [helper.make_node("ConvTranspose", ins, ["yf"], **attrs),
+              helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["yq"]),
+              helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"])]
+    g = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(xs))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model, rng.uniform(-3, 3, xs).astype(np.float32)
+
+
+def _layer_fits(case, target):
+    return target == "23.08" or QDQ[case][2][0] == 1
+
+
+@pytest.mark.parametrize("target, release", PAIRS)
+@pytest.mark.parametrize("case", list(QDQ))
+def test_onnx_qdq_conv_transpose(tmp_path, case, target, release, armnn_runner_for):
+    """The graph as written (onnxruntime, optimizations off: reference_io.run_ort), within 1 level."""
+    model, x = _qdq(case)
+    (want,) = run_ort(model.SerializeToString(), {"x": x})
+    src = tmp_path / "m.onnx"
+    onnx.save(model, str(src))
+    if not _layer_fits(case, target):
+        assert cli.main([str(src), "-o", str(tmp_path / "m.armnn"), "--target", target, "-q"]) == 1
+        return
+    types = _convert(src, tmp_path / "m.armnn", target)
+    assert types.count("TransposeConvolution2d") == 1 and "Convolution2d" not in types, types
+    (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [x])
+    levels = np.abs(got.reshape(want.shape).astype(np.float64) - want) / YQ[0]
+    assert levels.max() <= 1 + 1e-4, levels.max()
+
+
+def test_onnx_qdq_conv_transpose_at_19_02_needs_a_target(tmp_path, capsys):
+    src = tmp_path / "m.onnx"
+    onnx.save(_qdq("u8-s2-p1")[0], str(src))
+    assert cli.main([str(src), "-o", str(tmp_path / "m.armnn")]) == 1
+    assert "needs the Arm NN 20.08 format (--target 20.08)" in capsys.readouterr().err
