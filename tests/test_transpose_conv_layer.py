@@ -178,3 +178,25 @@ def _random_onnx(seed):
 def test_random_onnx_configurations(tmp_path, seed, target, release, armnn_runner_for, monkeypatch):
     monkeypatch.setitem(ONNX, "random", _random_onnx(seed))
     test_onnx_conv_transpose(tmp_path, "random", target, release, armnn_runner_for)
+
+
+@pytest.mark.parametrize("target, release", PAIRS[2:])
+@pytest.mark.parametrize("case", ["s2-k3-pads", "s2-outpad", "1d"])
+def test_float16_model(tmp_path, case, target, release, armnn_runner_for):
+    """A float16 ConvTranspose (a Float16 network): the one layer, which CpuRef runs on Float16
+    tensors summing in float and rounding once, against onnxruntime's float16 kernel."""
+    model, x = _onnx(case)
+    for t in model.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    for vi in list(model.graph.input) + list(model.graph.output):
+        vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    x = x.astype(np.float16)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    src = tmp_path / "m.onnx"
+    onnx.save(model, str(src))
+    types = _convert(src, tmp_path / "m.armnn", target)
+    assert "TransposeConvolution2d" in types and "Convolution2d" not in types, types
+    (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [x])
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32).reshape(want.shape), want.astype(np.float32),
+                               rtol=1e-2, atol=2e-3 * float(np.abs(want).max()))
