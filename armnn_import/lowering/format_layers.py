@@ -60,12 +60,15 @@ class FormatLayers:
         layer = self.g.add(LayerType.Splitter, name, [x], desc)
         return [layer.out(i) for i in range(len(views))]
 
-    def transpose_conv2d_fits(self, x: Port) -> bool:
-        """Whether the target has the layer and every runtime reading its file infers x's output shape:
-        for a batch N > 1, 20.08's InferOutputShapes gives O * C / (N * C) output channels (or asserts
-        that N * C divides by O * C), 23.08's gives O. So at the 20.08 target batch 1 only."""
+    def transpose_conv2d_fits(self, x: Port, out_channels: int | None = None) -> bool:
+        """Whether the target has the layer and every runtime reading its file infers x's output shape
+        (O = out_channels): 23.08's InferOutputShapes gives O; 20.08's, for input channels C and batch
+        N, O * C / (N * C) where O >= N (O only for N = 1), and O where O < N (asserting that N * C
+        divides by O * C). So at the 20.08 target batch 1, or O < N with N a multiple of O."""
+        n = x.info.shape[0]
         return self.target.has(LayerType.TransposeConvolution2d) and (
-            self.target.at_least("23.08") or x.info.shape[0] == 1)
+            self.target.at_least("23.08") or n == 1 or (out_channels is not None and out_channels < n
+                                                         and n % out_channels == 0))
 
     def transpose_conv2d(self, x: Port, w, bias, name: str, *, strides, pads, layout: DataLayout,
                          quant=None, weight_info=None) -> Port:

@@ -17,7 +17,7 @@ def direct(ctx, x, w, bias, name, *, strides, dilations, out_pad, pads, groups, 
     cut = (pads[0], pads[1], pads[2] - out_pad[0], pads[3] - out_pad[1])
     dtype_ok = x.info.dtype.is_quantized if weight_info is not None else x.info.dtype == DataType.Float32
     if groups != 1 or tuple(dilations) != (1, 1) or not dtype_ok or min(cut) < 0 \
-            or not ctx.b.transpose_conv2d_fits(x):
+            or not ctx.b.transpose_conv2d_fits(x, w.shape[1]):
         return None
     wk = np.ascontiguousarray(w.transpose(1, 0, 2, 3))  # [Cin, Cout, kH, kW] -> [O, I, kH, kW], unflipped
     return ctx.b.transpose_conv2d(x, wk, bias, name, strides=strides, pads=cut, layout=DataLayout.NCHW,

@@ -103,8 +103,9 @@ def qdq_conv(ctx, node):
 
 
 @qdq("ConvTranspose", layers=("TransposeConvolution2d", "Reshape"),
-     notes="from --target 20.08 one TransposeConvolution2d layer on per-tensor 8-bit weights (at 20.08 batch 1; "
-           "one group, no dilation, the output within the full result), else refused")
+     notes="from --target 20.08 one TransposeConvolution2d layer on per-tensor 8-bit weights (at 20.08 "
+           "batch 1, or a batch N that is a multiple of the output channels O < N; one group, no dilation, "
+           "the output within the full result), else refused")
 def qdq_conv_transpose(ctx, node):
     """CpuRef's TransposeConvolution2d decodes input, uint8 weights and the Signed32 bias to float,
     sums in float and rounds once into the output's quantization (within 1 level of onnxruntime)."""
@@ -129,6 +130,7 @@ def qdq_conv_transpose(ctx, node):
             raise Unsupported("on quantized inputs it is exact as one TransposeConvolution2d layer, which needs "
                               "the Arm NN 20.08 format (--target 20.08)", DEQUANTIZE_HINT, code="needs-target")
         raise Unsupported("on quantized inputs only one TransposeConvolution2d layer is exact: it needs one group, "
-                          "no dilation, the output within the full result, and at the 20.08 target batch 1",
+                          "no dilation, the output within the full result, and at the 20.08 target batch 1 "
+                          "or a batch N that is a multiple of the output channels O < N",
                           DEQUANTIZE_HINT)
     return _back(ctx, y, nd, node)

@@ -184,8 +184,9 @@ def _check_transpose_conv(op, ctx):
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
                            "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
                            "StridedSlice", "TransposeConvolution2d"),
-                   notes="from --target 20.08 one TransposeConvolution2d layer (float, per-tensor 8-bit or per-channel int8 "
-                         "weights; at 20.08 batch 1), "
+                   notes="from --target 20.08 one TransposeConvolution2d layer (float, per-tensor 8-bit or "
+                         "per-channel int8 weights; at 20.08 batch 1, or a batch N that is a multiple of the "
+                         "output channels O < N), "
                          "else zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
@@ -199,7 +200,7 @@ def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
     exactly: out = i * stride - pad + k as TFLite's kernel, OHWI weights as they are, the full result
     cut by `cut` ((top, bottom), (left, right)) >= 0; else None (the decomposition)."""
     nb, name, oc = ctx.b, ctx.name(op), ctx.shape(wi)[0]
-    if min(min(cut)) < 0 or not nb.transpose_conv2d_fits(x):
+    if min(min(cut)) < 0 or not nb.transpose_conv2d_fits(x, oc):
         return None
     pads = (cut[0][0], cut[1][0], cut[0][1], cut[1][1])
     q = ctx.out_quant(op)
