@@ -137,9 +137,14 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert "expected NAME=V or NAME=V,V,..." in capsys.readouterr().err
 
 
-def test_silero_vad_with_its_sample_rate_fixed(tmp_path, armnn_runner_for):
-    """silero_vad.onnx (the silero-vad wheel) branches on its `sr` input: with sr=16000 its Ifs
-    fold, and the 23.08 file matches onnxruntime run with sr=16000."""
+SILERO_RUNS = [(sr, t, r) for sr in (16000, 8000) for t, r in PAIRS + [("19.02", "23.08"), ("20.08", "23.08")]]
+
+
+@pytest.mark.parametrize("sr, target, release", SILERO_RUNS, ids=[f"{sr}-{t}-{r}" for sr, t, r in SILERO_RUNS])
+def test_silero_vad_with_its_sample_rate_fixed(tmp_path, sr, target, release, armnn_runner_for):
+    """silero_vad.onnx (the silero-vad wheel) branches on its `sr` input: fixed, its Ifs fold, and
+    the file matches onnxruntime run with the same sr (512 samples and 64 of context at 16 kHz,
+    256 and 32 at 8 kHz, as the package feeds them)."""
     import pypi_cache
     import pypi_models as P
 
@@ -148,17 +153,20 @@ def test_silero_vad_with_its_sample_rate_fixed(tmp_path, armnn_runner_for):
         src = str(pypi_cache.member(model.wheel, model.member))
     except pypi_cache.WheelUnavailable as e:
         pypi_cache.skip_or_fail(str(e))
-    feeds = model.feeds()
+    rng = np.random.default_rng(sr)
+    feeds = {"input": rng.uniform(-0.5, 0.5, (1, 576 if sr == 16000 else 288)).astype(np.float32),
+             "state": (rng.standard_normal((2, 1, 128)) * 0.3).astype(np.float32), "sr": np.array(sr, np.int64)}
     names = [o.name for o in onnx.load(src, load_external_data=False).graph.output]
     want = dict(zip(names, run_ort(open(src, "rb").read(), feeds)))
     out = tmp_path / "silero.armnn"
     shapes = [a for n in ("input", "state") for a in ("--input-shape", f"{n}={','.join(map(str, feeds[n].shape))}")]
-    assert cli.main([src, "-o", str(out), "-q", "--target", "23.08", "--input-value", "sr=16000", *shapes]) == 0
+    assert cli.main([src, "-o", str(out), "-q", "--target", target, "--input-value", f"sr={sr}", *shapes]) == 0
     graph = read(out.read_bytes())
     ins = sorted(graph.input_layers, key=lambda layer: layer.binding_id)
     assert [l.name for l in ins] == ["input", "state"]
-    got = armnn_runner_for("23.08")(out, [feeds[l.name] for l in ins])
+    got = armnn_runner_for(release)(out, [feeds[l.name] for l in ins])
     outs = sorted(graph.output_layers, key=lambda layer: layer.binding_id)
+    assert [l.name for l in outs] == names
     for g, layer in zip(got, outs):
         w = want[layer.name]
         np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-3, atol=1e-4 * max(1.0, np.abs(w).max()))
