@@ -1,5 +1,6 @@
 """TFLite TRANSPOSE_CONV with per-tensor 8-bit weights, and ONNX's QDQ ConvTranspose, as one quantized
-TransposeConvolution2d layer from the 20.08 format on (at 20.08 batch 1): uint8 weights as stored
+TransposeConvolution2d layer from the 20.08 format on (at 20.08 batch 1, or a batch that is a multiple of
+more than the output channels: 20.08's shape inference): uint8 weights as stored
 (symmetric int8 ones + 128, exact), the bias Signed32 at input scale x weight scale. Arm NN's
 TransposeConvolution2d.cpp decodes input, weights and bias to float, sums in float and rounds once
 into the output's quantization: within 1 level of LiteRT's integer kernel and of onnxruntime's graph,
@@ -93,7 +94,8 @@ QDQ = {"u8-s2-p1": (np.uint8, dict(strides=[2, 2], pads=[1, 1, 1, 1]), (1, 3, 5,
        "i8-s2-outpad": (np.int8, dict(strides=[2, 2], pads=[1, 1, 1, 1], output_padding=[1, 1]), (1, 3, 5, 6),
                         (3, 4, 3, 3), True),
        "u8-1d": (np.uint8, dict(strides=[2], pads=[1, 0]), (1, 3, 7), (3, 4, 3), True),
-       "u8-batch2": (np.uint8, dict(strides=[2, 2]), (2, 3, 4, 5), (3, 2, 3, 3), True)}
+       "u8-batch2": (np.uint8, dict(strides=[2, 2]), (2, 3, 4, 5), (3, 2, 3, 3), True),
+       "u8-batch4-cout2": (np.uint8, dict(strides=[2, 2], pads=[0, 1, 1, 0]), (4, 3, 4, 5), (3, 2, 3, 3), True)}
 XQ, WQ, YQ = (0.03, 120), (0.01, 131), (0.05, 121)
 
 
@@ -126,7 +128,8 @@ def _qdq(case):
 
 
 def _layer_fits(case, target):
-    return target == "23.08" or QDQ[case][2][0] == 1
+    n, o = QDQ[case][2][0], QDQ[case][3][1]
+    return target == "23.08" or n == 1 or (o < n and n % o == 0)
 
 
 @pytest.mark.parametrize("target, release", PAIRS)
