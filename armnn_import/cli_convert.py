@@ -24,8 +24,7 @@ def cmd_convert(args, out: Out) -> int:
     import time
 
     parse_shapes(args.input_shape)  # usage errors before any work
-    if parse_values(args.input_value) and args.verify:  # (verify feeds every source input: not yet the fixed ones)
-        raise UsageError("--input-value does not go with --verify yet")
+    parse_values(args.input_value)
     _check_fp16_flags(args)
     if args.verify:
         verify_kwargs(args)

@@ -106,3 +106,27 @@ def _number(v):
 def record(report, name: str, value: np.ndarray) -> None:
     """The report's note of a fixed input: its value (a list), shape and dtype."""
     report.input_values[name] = {"value": value.tolist(), "shape": list(value.shape), "dtype": value.dtype.name}
+
+
+class FixedSource:
+    """A verify_source.SourceRunner with the fixed inputs (the report's input_values) taken out of
+    its inputs: run() and intermediates() put their values back in the model's input order, so
+    verify feeds the source model what the network holds as constants."""
+
+    def __init__(self, src, fixed: dict):
+        self._src = src
+        self._fixed = {k: np.asarray(v["value"], v["dtype"]).reshape(v["shape"]) for k, v in fixed.items()}
+        self.inputs = [s for s in src.inputs if s.name not in self._fixed]
+
+    def _full(self, arrays) -> list:
+        given = iter(arrays)
+        return [self._fixed[s.name] if s.name in self._fixed else next(given) for s in self._src.inputs]
+
+    def run(self, arrays):
+        return self._src.run(self._full(arrays))
+
+    def intermediates(self, arrays):
+        return self._src.intermediates(self._full(arrays))
+
+    def __getattr__(self, name):  # runtime, outputs, nodes: the source's own
+        return getattr(self._src, name)

@@ -170,3 +170,19 @@ def test_silero_vad_with_its_sample_rate_fixed(tmp_path, sr, target, release, ar
     for g, layer in zip(got, outs):
         w = want[layer.name]
         np.testing.assert_allclose(g.reshape(w.shape), w, rtol=1e-3, atol=1e-4 * max(1.0, np.abs(w).max()))
+
+
+@pytest.mark.parametrize("target", ["19.02", "23.08"])
+def test_verify_feeds_the_fixed_values_to_the_source(tmp_path, target, capsys, armnn_runner_for):
+    """--verify runs the source model with the fixed inputs at their values (report's input_values),
+    the network on the real runtime: mode=2 takes the then branch in both."""
+    src = tmp_path / "m.onnx"
+    onnx.save(_if_model(), src)
+    runner = armnn_runner_for("23.08")
+    args = [str(src), "-o", str(tmp_path / "m.armnn"), "--target", target, "--verify", "--input-value", "mode=2",
+            "--input-value", "bias=1"]
+    if getattr(runner, "path", None):
+        args += ["--armnn-runtime", runner.path]
+    assert cli.main(args) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "inputs: random, seed 0: x 1x2x3 float32 N(0,1)\n" in out and "verify: PASS" in out, out
