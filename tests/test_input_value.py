@@ -186,3 +186,17 @@ def test_verify_feeds_the_fixed_values_to_the_source(tmp_path, target, capsys, a
     assert cli.main(args) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "inputs: random, seed 0: x 1x2x3 float32 N(0,1)\n" in out and "verify: PASS" in out, out
+
+
+def test_tflite_refusals(tmp_path):
+    data = _tflite()
+    with pytest.raises(InputValueError, match=r"'y', which is not an input of the model \(inputs: x, s, b\)"):
+        convert(data, input_values={"y": 1})
+    with pytest.raises(InputValueError, match=r"3 values for shape \[1, 1, 4\] \(4 elements\)"):
+        convert(data, input_values={"s": "1,2,3"})
+    with pytest.raises(InputValueError, match="1e300' is outside float32's range"):
+        convert(data, input_values={"s": "1e300"})
+    result = convert(data, input_values={"s": [1, 2, 3, 4]}, target="23.08")
+    assert result.report.input_values == {"s": {"value": [[[1.0, 2.0, 3.0, 4.0]]], "shape": [1, 1, 4],
+                                                "dtype": "float32"}}
+    assert [l.name for l in result.network.input_layers] == ["x", "b"]
