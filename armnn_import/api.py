@@ -62,7 +62,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
             conv_bias: str = "add", target: str | None = None, report: Report | None = None,
             fp16_force: bool = False, fp16_inputs=None, fp16_weights: bool = False,
-            check_passes: bool | None = None) -> ConversionResult:
+            check_passes: bool | None = None, input_values: dict | None = None) -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
@@ -80,12 +80,17 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     unless `fp16_force`. fp16_weights: Float16 constants widened to Float32 at run time
     (refused where the target has no layer to widen them).
 
+    input_values: {input name: value} (a number, a sequence, an array or the CLI's text
+    "v,v,..."): the input becomes a constant of that value in the model's shape and dtype,
+    so what depends on it alone folds (an If on it). InputValueError on an unknown name or
+    a value the input cannot hold.
+
     check_passes: verify the graph after every pass (--debug; default: the
     ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
     target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
-                             target=target.release)
+                             target=target.release, input_values=dict(input_values or {}))
     report = report or Report()
     report.target = target.release
     if isinstance(model, (str, os.PathLike)):

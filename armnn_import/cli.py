@@ -70,6 +70,9 @@ def _add_convert(sub) -> argparse.ArgumentParser:
                         "MODEL's name with the extension .armnn, next to it")
     c.add_argument("--input-shape", action="append", default=[], metavar="NAME=D,D,...",
                    help="fix the shape of an input with unknown dimensions (repeatable)")
+    c.add_argument("--input-value", action="append", default=[], metavar="NAME=V[,V,...]",
+                   help="fix an input to a value (one fills its shape; a list fills it in order): it becomes a "
+                        "constant, so what depends on it alone folds, e.g. an If on it (repeatable)")
     c.add_argument("--layout", choices=("keep", "nhwc", "nchw"), default="keep",
                    help="data layout of the converted network (default: keep the model's)")
     c.add_argument("--keep-io-layout", action="store_true",

@@ -8,7 +8,7 @@ import sys
 
 from .cli_commands import verify_kwargs
 from .cli_common import EXIT_OK, PROG, Out, UsageError, run
-from .cli_paths import output_paths, parse_shapes
+from .cli_paths import output_paths, parse_shapes, parse_values
 from .gcpolicy import fewer_collections
 
 
@@ -24,6 +24,7 @@ def cmd_convert(args, out: Out) -> int:
     import time
 
     parse_shapes(args.input_shape)  # usage errors before any work
+    parse_values(args.input_value)
     _check_fp16_flags(args)
     if args.verify:
         verify_kwargs(args)
@@ -108,7 +109,8 @@ def _convert_and_write(model: str, out_path: str, args, report):
     from .api import convert
     from .output import write_atomic
 
-    result = convert(model, input_shapes=parse_shapes(args.input_shape), layout=args.layout,
+    result = convert(model, input_shapes=parse_shapes(args.input_shape), input_values=parse_values(args.input_value),
+                     layout=args.layout,
                      keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
                      conv_bias=args.conv_bias, target=args.target, check_passes=args.debug or None,
                      report=report, **_fp16_kwargs(args))

@@ -1,4 +1,4 @@
-"""The convert command's inputs and outputs: --input-shape, and the output path of each
+"""The convert command's inputs and outputs: --input-shape, --input-value, and the output path of each
 model (-o a file or a folder, or next to the model; unique names in a batch; never over an
 input file)."""
 from __future__ import annotations
@@ -20,6 +20,20 @@ def parse_shapes(items: list[str]) -> dict[str, tuple[int, ...]]:
             raise UsageError(f"--input-shape {item!r}: expected NAME=D,D,... with positive integers")
         shapes[name] = shape
     return shapes
+
+
+def parse_values(items: list[str]) -> dict[str, str]:
+    """--input-value NAME=V or NAME=V,V,...: the text, checked against the input's dtype and
+    shape by the frontend (armnn_import.input_values), which knows them."""
+    values = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name or not text.strip() or any(not v.strip() for v in text.split(",")):
+            raise UsageError(f"--input-value {item!r}: expected NAME=V or NAME=V,V,...")
+        if name in values:
+            raise UsageError(f"--input-value {name!r} given twice")
+        values[name] = text
+    return values
 
 
 def _same_file(a: str, b: str) -> bool:

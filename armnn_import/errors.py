@@ -117,6 +117,11 @@ class ConversionError(ArmnnImportError):
             self.code = check_code(code)
 
 
+class InputValueError(ConversionError):
+    """An input fixed to a value (--input-value, convert(input_values=...)) that the model
+    has no input of that name, or whose value does not fit the input's shape or dtype."""
+
+
 class GraphError(ArmnnImportError):
     """The IR graph breaks an invariant (found by verify())."""
 

@@ -26,6 +26,8 @@ class ConvertOptions:
     fp16_inputs: object = None    # sample inputs of the --fp16 range check (None: seeded random)
     fp16_weights: bool = False    # Float16 constants widened to Float32 at run time
     target: str = "19.02"         # the Arm NN release whose format to write (armnn_import.target)
+    # inputs fixed to a value, made constants by the frontend (armnn_import.input_values)
+    input_values: dict | None = None
 
 
 class Frontend(Protocol):

@@ -24,6 +24,8 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     inputs: list[dict] = field(default_factory=list)
+    # inputs fixed to a value (--input-value): name -> {value, shape, dtype}; constants, not inputs
+    input_values: dict[str, dict] = field(default_factory=dict)
     outputs: list[dict] = field(default_factory=list)
     passes: dict[str, int] = field(default_factory=dict)     # pass -> layers changed
     # --fp16: the range check's inputs, bound and per-layer max |value| (fp16_range.RangeCheck)
@@ -98,6 +100,14 @@ def _io_line(d: dict) -> str:
             + (f" q=({q['scale']:.6g},{q['offset']})" if q else ""))
 
 
+def _value_text(value) -> str:
+    flat = value if isinstance(value, list) else [value]
+    while flat and isinstance(flat[0], list):
+        flat = [x for row in flat for x in row]
+    text = ",".join(str(x) for x in flat[:8])
+    return text + (f",... ({len(flat)} values)" if len(flat) > 8 else "")
+
+
 def fp16_range_line(r: dict) -> str:
     """One line on the --fp16 range check: the largest value, where, and on what inputs."""
     if r.get("skipped"):
@@ -134,6 +144,9 @@ def format_summary(report: Report, layers: int | None = None) -> str:
     for title, items in (("inputs", report.inputs), ("outputs", report.outputs)):
         if items:
             lines.append(f"  {title}: " + "; ".join(_io_line(d) for d in items))
+    if report.input_values:
+        lines.append("  fixed inputs: " + "; ".join(f"{printable(k)}={_value_text(v['value'])}"
+                                                   for k, v in report.input_values.items()))
     times = [f"{p} {report.timings[p]:.2f} s" for p in PHASES if p in report.timings]
     if times:
         lines.append("  time: " + ", ".join(times))

@@ -270,6 +270,9 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     for layouts and, with per_layer, the node -> layers map."""
     report = _report_dict(report)
     src = source_model(source, source_format)
+    if (report or {}).get("input_values"):  # inputs the conversion fixed: fed their values, not random ones
+        from .input_values import FixedSource
+        src = FixedSource(src, report["input_values"])
     graph, data = _armnn(armnn)
     in_layers = _match(src.inputs, graph.input_layers, "inputs")
     out_layers = _match(src.outputs, graph.output_layers, "outputs")

@@ -2,8 +2,9 @@
 format on (float32, one group, no dilation). Arm NN's TransposeConvolution2d.cpp scatters input pixel
 i at i * stride - pad + k, which is both runtimes' formula, and its output size (in - 1) * stride + k
 - pads must be the model's: where a pad would be negative (an output past the full result), or at
-the 20.08 target with a batch > 1 (20.08's InferOutputShapes divides the output channels by the
-batch; 23.08 does not), the decomposition stays, as it does at 19.02. Checked through the CLI's
+the 20.08 target with a batch N > 1 and O >= N output channels or N not a multiple of O (20.08's
+InferOutputShapes then divides the output channels by the batch; 23.08 does not), the decomposition
+stays, as it does at 19.02. Checked through the CLI's
 file on every runtime that reads the target, against LiteRT and onnxruntime."""
 from __future__ import annotations
 
@@ -31,19 +32,21 @@ TFL = {"same-s2-k3": ("SAME", (2, 2), (3, 3), (10, 12), 1),
        "valid-s3-k2": ("VALID", (3, 3), (2, 2), (15, 18), 1),         # k < stride: past the full result
        "valid-s2-k3-bigger": ("VALID", (2, 2), (3, 3), (12, 14), 1),   # past the full result: no layer
        "same-s1-k3": ("SAME", (1, 1), (3, 3), (5, 6), 1),
-       "same-s2-k3-batch2": ("SAME", (2, 2), (3, 3), (10, 12), 2)}
+       "same-s2-k3-batch2": ("SAME", (2, 2), (3, 3), (10, 12), 2),
+       "same-s2-k3-batch4-cout2": ("SAME", (2, 2), (3, 3), (10, 12), 4)}
 TFL_NO_LAYER = {"valid-s3-k2", "valid-s2-k3-bigger"}   # output (in - 1) * stride + k plus more: no layer
 
 
 def _tflite(case):
     padding, (sh, sw), (kh, kw), (oh, ow), n = TFL[case]
+    o = _tfl_out_channels(case)
     rng = np.random.default_rng(sum(map(ord, case)))
     mb = ModelBuilder()
     x = mb.input("x", (n, 5, 6, 3))
-    w = mb.const("w", rng.standard_normal((4, kh, kw, 3)).astype(np.float32))
-    b = mb.const("b", rng.standard_normal(4).astype(np.float32))
-    shape = mb.const("shape", np.array([n, oh, ow, 4], np.int32))
-    y = mb.op("TRANSPOSE_CONV", [shape, w, x, b], "TransposeConvOptions", out_shape=(n, oh, ow, 4), version=3,
+    w = mb.const("w", rng.standard_normal((o, kh, kw, 3)).astype(np.float32))
+    b = mb.const("b", rng.standard_normal(o).astype(np.float32))
+    shape = mb.const("shape", np.array([n, oh, ow, o], np.int32))
+    y = mb.op("TRANSPOSE_CONV", [shape, w, x, b], "TransposeConvOptions", out_shape=(n, oh, ow, o), version=3,
               out_dtype=np.float32, padding=padding, stride_w=sw, stride_h=sh)
     mb.output(y)
     return mb.build(infer_shapes=False), rng.standard_normal((n, 5, 6, 3)).astype(np.float32)
@@ -54,8 +57,14 @@ def _convert(src, out, target):
     return [l.type.name for l in read(out.read_bytes()).layers]
 
 
-def _layer_expected(target, case_batch, exact=True):
-    return target != "19.02" and exact and (case_batch == 1 or target == "23.08")
+def _tfl_out_channels(case):
+    return 2 if "cout2" in case else 4
+
+
+def _layer_expected(target, case_batch, exact=True, out_channels=4):
+    # 20.08 infers O output channels for a batch N where N = 1, or O < N with N a multiple of O
+    fits = case_batch == 1 or (out_channels < case_batch and case_batch % out_channels == 0)
+    return target != "19.02" and exact and (fits or target == "23.08")
 
 
 @pytest.mark.parametrize("target, release", PAIRS)
@@ -66,7 +75,7 @@ def test_tflite_transpose_conv(tmp_path, case, target, release, armnn_runner_for
     src = tmp_path / "m.tflite"
     src.write_bytes(data)
     types = _convert(src, tmp_path / "m.armnn", target)
-    layer = _layer_expected(target, TFL[case][4], exact=case not in TFL_NO_LAYER)
+    layer = _layer_expected(target, TFL[case][4], exact=case not in TFL_NO_LAYER, out_channels=_tfl_out_channels(case))
     assert ("TransposeConvolution2d" in types) == layer, types
     if layer:
         assert "Convolution2d" not in types and "BatchToSpaceNd" not in types
@@ -85,6 +94,8 @@ ONNX = {"s2-k3-pads": (dict(strides=[2, 2], pads=[1, 0, 0, 1]), (1, 3, 5, 6), (3
         "1d": (dict(strides=[2], pads=[1, 0]), (1, 3, 7), (3, 4, 3)),
         "batch2": (dict(strides=[2, 2], pads=[1, 1, 1, 1]), (2, 3, 5, 6), (3, 4, 3, 3)),
         "batch3-cout2": (dict(strides=[2, 2]), (3, 3, 5, 6), (3, 2, 3, 3)),  # (20.08 would assert: 9 % 6)
+        "batch4-cout2": (dict(strides=[2, 2], pads=[1, 0, 0, 1]), (4, 3, 5, 6), (3, 2, 3, 3)),  # 20.08: O < N, N % O == 0
+        "batch2-cout1": (dict(strides=[2, 1]), (2, 3, 5, 6), (3, 1, 3, 2)),
         "group2": (dict(strides=[2, 2], group=3), (1, 3, 5, 6), (3, 2, 3, 3)),
         "dilated": (dict(strides=[2, 2], dilations=[2, 1]), (1, 3, 5, 6), (3, 4, 3, 3))}
 # output (output_padding, output_shape) past the full result; groups; dilation
@@ -114,7 +125,8 @@ def test_onnx_conv_transpose(tmp_path, case, target, release, armnn_runner_for):
     src = tmp_path / "m.onnx"
     onnx.save(model, str(src))
     types = _convert(src, tmp_path / "m.armnn", target)
-    layer = _layer_expected(target, ONNX[case][1][0], exact=case not in NO_LAYER)
+    layer = _layer_expected(target, ONNX[case][1][0], exact=case not in NO_LAYER,
+                            out_channels=ONNX[case][2][1] * ONNX[case][0].get("group", 1))
     assert ("TransposeConvolution2d" in types) == layer, types
     (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [x])
     np.testing.assert_allclose(got.reshape(want.shape), want, **TOL)
@@ -178,3 +190,25 @@ def _random_onnx(seed):
 def test_random_onnx_configurations(tmp_path, seed, target, release, armnn_runner_for, monkeypatch):
     monkeypatch.setitem(ONNX, "random", _random_onnx(seed))
     test_onnx_conv_transpose(tmp_path, "random", target, release, armnn_runner_for)
+
+
+@pytest.mark.parametrize("target, release", PAIRS[2:])
+@pytest.mark.parametrize("case", ["s2-k3-pads", "s2-outpad", "1d"])
+def test_float16_model(tmp_path, case, target, release, armnn_runner_for):
+    """A float16 ConvTranspose (a Float16 network): the one layer, which CpuRef runs on Float16
+    tensors summing in float and rounding once, against onnxruntime's float16 kernel."""
+    model, x = _onnx(case)
+    for t in model.graph.initializer:
+        t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+    for vi in list(model.graph.input) + list(model.graph.output):
+        vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    x = x.astype(np.float16)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    src = tmp_path / "m.onnx"
+    onnx.save(model, str(src))
+    types = _convert(src, tmp_path / "m.armnn", target)
+    assert "TransposeConvolution2d" in types and "Convolution2d" not in types, types
+    (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [x])
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(np.float32).reshape(want.shape), want.astype(np.float32),
+                               rtol=1e-2, atol=2e-3 * float(np.abs(want).max()))

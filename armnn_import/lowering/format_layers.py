@@ -60,18 +60,26 @@ class FormatLayers:
         layer = self.g.add(LayerType.Splitter, name, [x], desc)
         return [layer.out(i) for i in range(len(views))]
 
-    def transpose_conv2d_fits(self, x: Port) -> bool:
-        """Whether the target has the layer and every runtime reading its file infers x's output shape:
-        for a batch N > 1, 20.08's InferOutputShapes gives O * C / (N * C) output channels (or asserts
-        that N * C divides by O * C), 23.08's gives O. So at the 20.08 target batch 1 only."""
+    def transpose_conv2d_fits(self, x: Port, out_channels: int | None = None) -> bool:
+        """Whether the target has the layer and every runtime reading its file infers x's output shape
+        (O = out_channels): 23.08's InferOutputShapes gives O; 20.08's, for input channels C and batch
+        N, O * C / (N * C) where O >= N (O only for N = 1), and O where O < N (asserting that N * C
+        divides by O * C). So at the 20.08 target batch 1, or O < N with N a multiple of O."""
+        n = x.info.shape[0]
         return self.target.has(LayerType.TransposeConvolution2d) and (
-            self.target.at_least("23.08") or x.info.shape[0] == 1)
+            self.target.at_least("23.08") or n == 1 or (out_channels is not None and out_channels < n
+                                                         and n % out_channels == 0))
 
     def transpose_conv2d(self, x: Port, w, bias, name: str, *, strides, pads, layout: DataLayout,
-                         quant=None) -> Port:
-        """One TransposeConvolution2d layer (float, the 20.08 format on): weights [O, I, kH, kW] for
+                         quant=None, weight_info=None) -> Port:
+        """One TransposeConvolution2d layer (the 20.08 format on): weights [O, I, kH, kW] for
         NCHW, [O, kH, kW, I] for NHWC; pads (top, left, bottom, right), each >= 0, cut from the full
-        (in - 1) * stride + k result; bias float32 [O] or None."""
+        (in - 1) * stride + k result; bias float32 [O] or None. Per-tensor uint8 weights: `w` the
+        uint8 array, `weight_info` their TensorInfo; the bias becomes Signed32 at input scale x
+        weight scale (CpuRef decodes all three to float, sums in float and rounds once)."""
+        if weight_info is not None:
+            w = ConstTensor(np.ascontiguousarray(w), weight_info.with_shape(np.shape(w)))
+            bias = None if bias is None else self._conv_bias(bias, x, weight_info)
         desc = D.TransposeConvolution2dDescriptor(
             pad_left=int(pads[1]), pad_right=int(pads[3]), pad_top=int(pads[0]), pad_bottom=int(pads[2]),
             stride_x=int(strides[1]), stride_y=int(strides[0]), bias_enabled=bias is not None,

@@ -36,7 +36,7 @@ from .analysis import analyse
 from .analysis_view import portable
 from .context import MAX_RANK, LoweringContext
 from .control import constant_condition, inline_if
-from .edges import add_inputs, add_outputs
+from .edges import add_inputs, add_outputs, fix_inputs
 from .float16 import NOTE as FLOAT16_NOTE
 from .float16 import is_float16_model, to_float32
 from .fold import fold, fold_size_guard, shape_of
@@ -143,6 +143,7 @@ class Converter(LoweringContext):
         self.model_opset = self.opset
         self.quant = QuantState(self.model, self.values, self.options, self.report)
         self.quant.float_edges = self.g.target.has(LayerType.Quantize)  # float I/O from 20.08 on
+        fix_inputs(self)
         add_inputs(self)
         nodes = [Node(p, i, self.opset) for i, p in enumerate(graph.node)]
         with self.report.phase("onnx:shape-inference"):

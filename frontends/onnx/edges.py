@@ -2,9 +2,11 @@
 written back for shape inference), and the graph outputs as Output layers."""
 from __future__ import annotations
 
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
-from armnn_import.errors import ConversionError, GraphError, LoadError, Problem, UnsupportedModelError, printable
+from armnn_import.errors import (ConversionError, GraphError, InputValueError, LoadError, Problem,
+                                 UnsupportedModelError, printable)
+from armnn_import.input_values import check_names, fixed_value, record
 from armnn_import.ir.descriptors import ReshapeDescriptor
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
@@ -16,13 +18,38 @@ INPUT_TYPES = {TensorProto.FLOAT: DataType.Float32, TensorProto.INT32: DataType.
                TensorProto.INT64: DataType.Signed32, TensorProto.BOOL: DataType.Boolean}
 
 
+def fix_inputs(conv) -> None:
+    """The inputs given a value (armnn_import.input_values) become constants of the input's
+    dtype and shape (--input-shape, else the model's), written back for shape inference."""
+    given = conv.options.input_values or {}
+    g = conv.model.graph
+    check_names(given, [i.name for i in g.input if i.name not in conv.values])
+    for vi in g.input:
+        if vi.name not in given:
+            continue
+        tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
+        if tt is None or tt.elem_type in (TensorProto.UNDEFINED, TensorProto.STRING) or \
+                tt.elem_type not in TensorProto.DataType.values():
+            raise InputValueError(f"input value for {printable(vi.name)!r}: the input is not a numeric tensor")
+        shape = (conv.options.input_shapes or {}).get(vi.name)
+        if shape is None and tt.HasField("shape"):
+            shape = tuple(int(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else None
+                          for d in tt.shape.dim)
+        value = fixed_value(vi.name, given[vi.name], helper.tensor_dtype_to_np_dtype(tt.elem_type), shape)
+        del tt.shape.dim[:]
+        for d in value.shape:
+            tt.shape.dim.add().dim_value = d
+        conv.values[vi.name] = value
+        record(conv.report, vi.name, value)
+
+
 def add_inputs(conv) -> None:
     g, opts = conv.model.graph, conv.options
     pinned = dict(opts.input_shapes or {})
     runtime = [i for i in g.input if i.name not in conv.values]
     names = [i.name for i in runtime]
     for k in pinned:
-        if k not in names:
+        if k not in names and k not in (opts.input_values or {}):
             raise ConversionError(f"--input-shape names {k!r}, which is not an input of the model "
                                   f"(inputs: {', '.join(names) or 'none'})")
     bad = []

@@ -16,7 +16,7 @@ from armnn_import.ir.types import DataType
 from armnn_import.lowering import NetBuilder, Unsupported
 
 from . import quant as Q
-from .edges import Edges
+from .edges import Edges, fix_inputs
 from .model import TFModel, Tensor, load, read_model_file
 from .prescan import Prescan
 from .types import BOOL, FLOAT32, INT8, INT16, INT32, INT64, UINT8
@@ -39,6 +39,7 @@ def convert(source, options, report) -> Graph:
             raise LoadError(f"{os.fspath(source)}: cannot read: {e.strerror or e}") from None
     with report.phase("parse"):
         model = load(source)
+    fix_inputs(model, options, report)
     ctx = Ctx(model, options, report)
     with report.phase("prescan"):
         ctx.prescan()

@@ -5,12 +5,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from armnn_import.errors import ConversionError, Problem, UnsupportedModelError
+from armnn_import.errors import ConversionError, InputValueError, Problem, UnsupportedModelError
+from armnn_import.input_values import check_names, fixed_value, record
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType, LayerType, TensorInfo
 
+from .buffers import NP_TYPES
 from .model import Tensor
 from .types import FLOAT32, INT8, UINT8
+
+
+def fix_inputs(model, options, report) -> None:
+    """The inputs given a value (armnn_import.input_values) become constants of the input's
+    type (a quantized input takes its stored integers, as LiteRT is fed) and shape
+    (--input-shape, else the model's, its dynamic dimensions unknown)."""
+    given = options.input_values or {}
+    if not given:
+        return
+    check_names(given, [model.tensors[i].name for i in model.inputs])
+    for i in model.inputs:
+        t = model.tensors[i]
+        if t.name not in given:
+            continue
+        if t.type not in NP_TYPES:
+            raise InputValueError(f"input value for {t.name!r}: an input of type {t.type_name} cannot be fixed")
+        shape = (options.input_shapes or {}).get(t.name)
+        if shape is None:
+            shape = tuple(None if s < 0 else d for s, d in zip(t.signature or t.shape, t.shape))
+        t.data = fixed_value(t.name, given[t.name], NP_TYPES[t.type], shape)
+        t.shape = t.data.shape
+        t.signature = None
+        record(report, t.name, t.data)
+    model.inputs = tuple(i for i in model.inputs if model.tensors[i].name not in given)
 
 
 class Edges:

@@ -298,26 +298,12 @@ def global_lp_pool(ctx, node):
     return power(ctx, m, 1.0 / p, n)
 
 
-@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d", "BatchToSpaceNd",
-                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice", "BatchNormalization",
-                  "TransposeConvolution2d"),
-          check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
-def conv_transpose(ctx, node):
-    """From the 20.08 format on one TransposeConvolution2d layer where it is exact
-    (conv_transpose_layer.py); else zero-insertion upsampling (Reshape + Pad + Reshape
-    per axis), then an ordinary convolution with the flipped, transposed kernel: exact."""
-    x, nd = _to_4d(ctx, ctx.port(node, 0), node)
-    n = ctx.name(node)
-    w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
-    bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
-    groups = int(ctx.attr(node, "group", 1))
-    w = _conv_operands(x, w, bias, nd, groups, transposed=True)
-    cin = x.info.shape[1]
-    strides = _pair(ctx.attr(node, "strides"), nd, 1)
-    dil = _pair(ctx.attr(node, "dilations"), nd, 1)
-    out_pad = _pair(ctx.attr(node, "output_padding"), nd, 0)
-    kernel = (w.shape[2], w.shape[3])
-    keff = [(k - 1) * d + 1 for k, d in zip(kernel, dil)]
+def _transpose_geometry(ctx, node, x, w, nd):
+    """(strides, dilations, output_padding, effective kernel, pads (top, left, bottom, right) of
+    the full (in - 1) * stride + k + output_padding result) of a ConvTranspose on 4-D x and w."""
+    strides, dil, out_pad = (_pair(ctx.attr(node, a), nd, d) for a, d in
+                             (("strides", 1), ("dilations", 1), ("output_padding", 0)))
+    keff = [(k - 1) * d + 1 for k, d in zip(w.shape[2:], dil)]
     in_hw = x.info.shape[2:]
     full = [s * (i - 1) + op + ke for s, i, op, ke in zip(strides, in_hw, out_pad, keff)]
     out_shape = ctx.attr(node, "output_shape")
@@ -340,6 +326,24 @@ def conv_transpose(ctx, node):
         if len(p) != 2 * nd or any(v < 0 or v > MAX_INT for v in p):
             raise Unsupported(f"pads {p}")
         pads = (0, p[0], 0, p[1]) if nd == 1 else (p[0], p[1], p[2], p[3])
+    return strides, dil, out_pad, keff, pads
+
+
+@register("ConvTranspose", since=1, layers=("Reshape", "Pad", "Convolution2d", "BatchToSpaceNd",
+                  "DepthwiseConvolution2d", "SpaceToBatchNd", "StridedSlice", "BatchNormalization",
+                  "TransposeConvolution2d"),
+          check=all_checks(needs_const(1, 2, what="weights/bias"), _spatial_rank_check))
+def conv_transpose(ctx, node):
+    """From the 20.08 format on one TransposeConvolution2d layer where it is exact
+    (conv_transpose_layer.py); else zero-insertion upsampling (Reshape + Pad + Reshape
+    per axis), then an ordinary convolution with the flipped, transposed kernel: exact."""
+    x, nd = _to_4d(ctx, ctx.port(node, 0), node)
+    n = ctx.name(node)
+    w = ctx.const(node, 1, "weights").astype(np.float32, copy=False)
+    bias = ctx.const(node, 2, "bias").astype(np.float32).reshape(-1) if ctx.has(node, 2) else None
+    groups = int(ctx.attr(node, "group", 1))
+    w = _conv_operands(x, w, bias, nd, groups, transposed=True)
+    strides, dil, out_pad, keff, pads = _transpose_geometry(ctx, node, x, w, nd)
     y = conv_transpose_layer.direct(ctx, x, w, bias, n, strides=strides, dilations=dil, out_pad=out_pad,
                                     pads=pads, groups=groups)
     if y is not None:
@@ -351,7 +355,7 @@ def conv_transpose(ctx, node):
     before = [ke - 1 - pads[i] for i, ke in enumerate(keff)]
     after = [ke - 1 - pads[2 + i] + op for i, (ke, op) in enumerate(zip(keff, out_pad))]
     y = _pad_or_crop(ctx, y, before, after, n)
-    go, gi = w.shape[1], cin // groups
+    go, gi, kernel = w.shape[1], x.info.shape[1] // groups, w.shape[2:]
     # weights [Cin, Cout/g, kh, kw] -> [Cout, Cin/g, kh, kw], flipped spatially
     wk = w.reshape(groups, gi, go, kernel[0], kernel[1]).transpose(0, 2, 1, 3, 4)
     wk = wk.reshape(groups * go, gi, kernel[0], kernel[1])[:, :, ::-1, ::-1]
@@ -392,4 +396,4 @@ def _pad_or_crop(ctx, x, before, after, name):
 # The geometry helpers the quantized operators (qconv.py, qpool.py) share, under public names; the
 # converters here call them by the short ones.
 spatial_rank_check, to_4d, pair, pads, back = _spatial_rank_check, _to_4d, _pair, _pads, _back
-conv_operands, pool_geometry, kernel = _conv_operands, _pool_geometry, _kernel
+conv_operands, pool_geometry, kernel, transpose_geometry = _conv_operands, _pool_geometry, _kernel, _transpose_geometry

@@ -8,14 +8,17 @@ import numpy as np
 from armnn_import.ir.types import DataLayout, DataType
 
 
-def direct(ctx, x, w, bias, name, *, strides, dilations, out_pad, pads, groups):
+def direct(ctx, x, w, bias, name, *, strides, dilations, out_pad, pads, groups, quant=None, weight_info=None):
     """x: 4-D NCHW port; w: ONNX weights [Cin, Cout, kH, kW]; pads (top, left, bottom, right) of the
-    full (in - 1) * stride + k + output_padding result. Returns the port, or None."""
+    full (in - 1) * stride + k + output_padding result. Quantized x (QDQ): w uint8 with weight_info,
+    quant the output's. Returns the port, or None."""
     # Arm NN's output is (in - 1) * stride + k - pads: output_padding's extra rows at the end (only
     # the bias there) are what remains when it cuts pad_end - output_padding instead of pad_end.
     cut = (pads[0], pads[1], pads[2] - out_pad[0], pads[3] - out_pad[1])
-    if groups != 1 or tuple(dilations) != (1, 1) or x.info.dtype != DataType.Float32 or min(cut) < 0 \
-            or not ctx.b.transpose_conv2d_fits(x):
+    dtype_ok = x.info.dtype.is_quantized if weight_info is not None else x.info.dtype == DataType.Float32
+    if groups != 1 or tuple(dilations) != (1, 1) or not dtype_ok or min(cut) < 0 \
+            or not ctx.b.transpose_conv2d_fits(x, w.shape[1]):
         return None
     wk = np.ascontiguousarray(w.transpose(1, 0, 2, 3))  # [Cin, Cout, kH, kW] -> [O, I, kH, kW], unflipped
-    return ctx.b.transpose_conv2d(x, wk, bias, name, strides=strides, pads=cut, layout=DataLayout.NCHW)
+    return ctx.b.transpose_conv2d(x, wk, bias, name, strides=strides, pads=cut, layout=DataLayout.NCHW,
+                                  quant=quant, weight_info=weight_info)

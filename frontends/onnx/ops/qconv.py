@@ -4,10 +4,12 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.graph import Port
-from armnn_import.lowering import perchannel
+from armnn_import.ir.types import DataType, LayerType, TensorInfo
+from armnn_import.lowering import Unsupported, perchannel
 from armnn_import.lowering.quant import quant_conv2d_nchw
 
-from ..quant import dequantized, qdq
+from ..quant import DEQUANTIZE_HINT, dequantized, qdq
+from .conv_transpose_layer import direct as _transpose_layer
 from ..registry import all_checks, needs_const, register
 from .conv import back as _back
 from .conv import conv_operands as _conv_operands
@@ -15,6 +17,7 @@ from .conv import pads as _pads
 from .conv import pair as _pair
 from .conv import spatial_rank_check as _spatial_rank_check
 from .conv import to_4d as _to_4d
+from .conv import transpose_geometry as _transpose_geometry
 from .qlinear import params as _params, per_axis as _per_axis, qport as _qport
 from .qlinear import saturate as _saturate, scales as _scale, zero_points as _zp
 
@@ -97,3 +100,37 @@ def qdq_conv(ctx, node):
         return y
     wu8, wq, fallback = ctx.quant.conv_weights(ctx.name(node), node.inputs[1], real, src)
     return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq, fallback)
+
+
+@qdq("ConvTranspose", layers=("TransposeConvolution2d", "Reshape"),
+     notes="from --target 20.08 one TransposeConvolution2d layer on per-tensor 8-bit weights (at 20.08 "
+           "batch 1, or a batch N that is a multiple of the output channels O < N; one group, no dilation, "
+           "the output within the full result), else refused")
+def qdq_conv_transpose(ctx, node):
+    """CpuRef's TransposeConvolution2d decodes input, uint8 weights and the Signed32 bias to float,
+    sums in float and rounds once into the output's quantization (within 1 level of onnxruntime)."""
+    x, nd = _to_4d(ctx, ctx.port(node, 0, dtypes=None), node)
+    real = ctx.const(node, 1, "weights").astype(np.float32)
+    bias = ctx.const(node, 2, "bias").astype(np.float64).reshape(-1) if ctx.has(node, 2) else None
+    groups = int(ctx.attr(node, "group", 1))
+    w = _conv_operands(x, real, bias, nd, groups, transposed=True)
+    if bias is not None and bias.size != w.shape[1] * groups:
+        raise Unsupported(f"bias of {bias.size} values for {w.shape[1] * groups} output channels", code="bad-model")
+    src = ctx.quant.weight(ctx, node.inputs[1])
+    if src is None or np.size(src[1]) != 1 or np.size(src[2]) != 1:
+        raise Unsupported("the weights are not per-tensor 8-bit (DequantizeLinear of one scale): no exact "
+                          "quantized TransposeConvolution2d", DEQUANTIZE_HINT)
+    wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[1], real, src, 0)
+    strides, dil, out_pad, _, pads = _transpose_geometry(ctx, node, x, w, nd)
+    y = _transpose_layer(ctx, x, wu8.reshape(w.shape), bias, ctx.name(node), strides=strides, dilations=dil,
+                         out_pad=out_pad, pads=pads, groups=groups, quant=ctx.quant.out_quant(node),
+                         weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *wq))
+    if y is None:
+        if not ctx.b.g.target.has(LayerType.TransposeConvolution2d):
+            raise Unsupported("on quantized inputs it is exact as one TransposeConvolution2d layer, which needs "
+                              "the Arm NN 20.08 format (--target 20.08)", DEQUANTIZE_HINT, code="needs-target")
+        raise Unsupported("on quantized inputs only one TransposeConvolution2d layer is exact: it needs one group, "
+                          "no dilation, the output within the full result, and at the 20.08 target batch 1 "
+                          "or a batch N that is a multiple of the output channels O < N",
+                          DEQUANTIZE_HINT)
+    return _back(ctx, y, nd, node)

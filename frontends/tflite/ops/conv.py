@@ -5,7 +5,7 @@ from __future__ import annotations
 from armnn_import.ir import descriptors as D
 import numpy as np
 
-from armnn_import.ir.types import DataLayout, DataType, LayerType
+from armnn_import.ir.types import DataLayout, DataType, LayerType, TensorInfo
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering import perchannel
 from armnn_import.lowering.padding import same_pads
@@ -184,8 +184,9 @@ def _check_transpose_conv(op, ctx):
                    layers=("Activation", "Merger", "BatchToSpaceNd", "Convolution2d", "SpaceToBatchNd",
                            "FullyConnected", "BatchNormalization", "Addition", "Pad", "Permute", "Reshape",
                            "StridedSlice", "TransposeConvolution2d"),
-                   notes="from --target 20.08 one TransposeConvolution2d layer (float, or per-channel int8 "
-                         "weights; at 20.08 batch 1), "
+                   notes="from --target 20.08 one TransposeConvolution2d layer (float, per-tensor 8-bit or "
+                         "per-channel int8 weights; at 20.08 batch 1, or a batch N that is a multiple of the "
+                         "output channels O < N), "
                          "else zeros inserted by BatchToSpaceNd over [x, zeros...], then a convolution "
                          "with the flipped kernel")
 def transpose_conv(ctx, op):
@@ -199,14 +200,14 @@ def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
     exactly: out = i * stride - pad + k as TFLite's kernel, OHWI weights as they are, the full result
     cut by `cut` ((top, bottom), (left, right)) >= 0; else None (the decomposition)."""
     nb, name, oc = ctx.b, ctx.name(op), ctx.shape(wi)[0]
-    if min(min(cut)) < 0 or not nb.transpose_conv2d_fits(x):
+    if min(min(cut)) < 0 or not nb.transpose_conv2d_fits(x, oc):
         return None
     pads = (cut[0][0], cut[1][0], cut[0][1], cut[1][1])
     q = ctx.out_quant(op)
     if q is not None:  # per-channel int8 weights (axis 0, OHWI) kept exact: QSymmS8 per axis
         found = x.info.dtype.is_quantized and per_axis_weights(ctx, wi, bi, 0, x.info.scale)
         if not found:
-            return None
+            return _per_tensor_layer(ctx, x, wi, bi, name, strides, pads, q)
         w, scales, b = found
         return nb.transpose_conv2d(x, perchannel.weights(w, scales), b, name, strides=strides, pads=pads,
                                    layout=NHWC, quant=q)
@@ -217,6 +218,22 @@ def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
         raise Unsupported(f"bias of {bias.size} values for {oc} output channels")
     return nb.transpose_conv2d(x, float_weights(ctx, wi, name), bias, name, strides=strides, pads=pads,
                                layout=NHWC)
+
+
+def _per_tensor_layer(ctx, x, wi, bi, name, strides, pads, q):
+    """The layer on per-tensor 8-bit weights as stored (uint8; symmetric int8 + 128), or None: CpuRef decodes
+    input, weights and the Signed32 bias to float, sums in float and rounds once (within 1 level
+    of LiteRT's integer kernel)."""
+    t = ctx.t(wi)
+    if not (x.info.dtype.is_quantized and wi not in ctx.folded and t.data is not None and t.quant is not None
+            and t.quant.per_tensor and (t.type == Q.UINT8 or (t.type == Q.INT8 and not t.quant.zero_point[0]))):
+        return None  # (int8 weights off zero: TFLite's int8 kernels take them as symmetric; kept decomposed)
+    w, scale, offset = quant_weights(ctx, wi, 0, name)
+    bias = Q.finite(ctx.const(bi), "bias").astype(np.float64).reshape(-1) if bi >= 0 else None
+    if bias is not None and bias.size != w.shape[0]:
+        raise Unsupported(f"bias of {bias.size} values for {w.shape[0]} output channels")
+    return ctx.b.transpose_conv2d(x, w, bias, name, strides=strides, pads=pads, layout=NHWC, quant=q,
+                                  weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, scale, offset))
 
 
 def transpose_conv_nhwc(ctx, op, xi, wi, bi, out_shape, o):

@@ -40,8 +40,9 @@ def _check_transpose_conv_bias(op, ctx):
                            "BatchNormalization", "Addition", "Pad", "Permute", "Reshape", "StridedSlice",
                            "TransposeConvolution2d"),
                    notes="mediapipe's custom TRANSPOSE_CONV with a bias: from --target 20.08 one "
-                         "TransposeConvolution2d layer (at 20.08 batch 1), else zeros inserted by "
-                         "BatchToSpaceNd over [x, zeros...], then a convolution with the flipped kernel")
+                         "TransposeConvolution2d layer (at 20.08 batch 1, or a batch N that is a multiple of "
+                         "the output channels O < N), else zeros inserted by BatchToSpaceNd over [x, zeros...], "
+                         "then a convolution with the flipped kernel")
 def transpose_conv_bias(ctx, op):
     o = op.options
     opts = {"padding": _PADDING[o["tflite_padding"]], "stride_h": o["stride_h"], "stride_w": o["stride_w"]}
