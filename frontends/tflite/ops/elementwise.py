@@ -127,13 +127,13 @@ def _check_binary(op, ctx):
 
 
 # constants folded into Linear/BoundedReLu Activations or a BatchNormalization; a quantized one made by
-# a FullyConnected (StridedSlice, Reshape)
+# a FullyConnected (StridedSlice, Reshape); a quantized per-channel one that 2+ ADDs share, a Constant
 _BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
 for _op, (_lt, _until) in {"ADD": (L.Addition, 5), "SUB": (L.Subtraction, 5), "MUL": (L.Multiplication, 7),
                            "DIV": (L.Division, 2), "MAXIMUM": (L.Maximum, 4),
                            "MINIMUM": (L.Minimum, 4)}.items():
     REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="all", check=_check_binary,
-                      layers=(_lt.name,) + _BROADCAST,
+                      layers=(_lt.name,) + _BROADCAST + (("Constant",) if _op == "ADD" else ()),
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
