@@ -73,7 +73,7 @@ def _own_rank(graph: Graph, bn: Layer) -> tuple[Port, tuple[int, ...], list[Laye
             not users or any(u.type != LayerType.Reshape for u in users):
         return None
     x = r.inputs[0]
-    (before, c, after, one), s = bn.inputs[0].info.shape, x.info.shape
+    (before, c, _, one), s = bn.inputs[0].info.shape, x.info.shape
     for a in range(len(s)):  # the axis of x that holds the channels
         if one == 1 and s[a] == c and int(np.prod(s[:a], dtype=np.int64)) == before:
             return x, tuple(c if i == a else 1 for i in range(len(s))), users
