@@ -23,6 +23,7 @@ from .layout import sink_permutes
 from .lstm_major import batch_major_lstm
 from .pad_fold import fold_pads
 from .pad_guard import guard_pad_convs
+from .reshape_moves import move_reshapes
 from .permute_reshape import permutes_as_reshapes
 from .shifts import shifts_to_additions
 from .splitter_views import drop_unread_views
@@ -52,6 +53,7 @@ PIPELINE = (
     ("reshapes_into_fc", reshapes_into_fc),  # FullyConnected flattens its 4-D input itself
     ("remove_dead_layers", remove_dead_layers),
     ("drop_unread_views", drop_unread_views),  # richer targets only: Splitter outputs all connected
+    ("move_reshapes", move_reshapes),  # richer targets only: after the views are final
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     # last of the passes that drop identity Reshapes: formats before 23.08 only (Arm NN 20.08 misfolds a Pad)
     ("guard_pad_convs", guard_pad_convs),

@@ -13,6 +13,12 @@ clamped to 0 by BoundedReLu(0, 0): the constants are exact even when that input 
 NaN or infinity, and the file has no Constant layer.
 The sums are the ones BatchNormalization computes (x * 1 + beta), bit for bit.
 
+That form is for the 19.02 format, which has no Constant layer. From the 20.08 format on each
+shift is x + Constant, and a shift that NetBuilder.batchnorm made 4-D by a Reshape (a recurrent
+gate's bias on [1, 4H], a LayerNorm's beta) is added on the tensor's own rank: neither Reshape is
+written, and the broadcast walks fewer inner loops. Equal shifts read one Constant (a
+bidirectional LSTM's time steps share their gate bias: 8 steps, 2 Constants).
+
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import numpy as np
 from ..ir import descriptors as D
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, LayerType
+from ..lowering.builder import NetBuilder
 from ..report import Report
 from .cleanup import bn_affine, float_bn
 
@@ -58,11 +65,61 @@ def _anchor(graph: Graph) -> Port | None:
     return zero.out()
 
 
+def _own_rank(graph: Graph, bn: Layer) -> tuple[Port, tuple[int, ...], list[Layer]] | None:
+    """(x, the shift's shape on x's rank, the Reshapes that read bn) when bn reads NetBuilder.batchnorm's
+    Reshape of x to (before, C, after, 1) and only Reshapes read bn: x + shift needs neither Reshape."""
+    r, users = bn.inputs[0].layer, [u for u, _ in graph.consumers(bn.out())]
+    if r.type != LayerType.Reshape or bn.desc.data_layout != DataLayout.NCHW or \
+            not users or any(u.type != LayerType.Reshape for u in users):
+        return None
+    x = r.inputs[0]
+    (before, c, _, one), s = bn.inputs[0].info.shape, x.info.shape
+    for a in range(len(s)):  # the axis of x that holds the channels
+        if one == 1 and s[a] == c and int(np.prod(s[:a], dtype=np.int64)) == before:
+            return x, tuple(c if i == a else 1 for i in range(len(s))), users
+    return None
+
+
+def _constant_shifts(graph: Graph, shifts, report: Report) -> int:
+    """The 20.08 format on: x + Constant, on x's own rank where a Reshape made x 4-D; one Constant
+    (23.08 format) or NetBuilder.constant_layer (Constant + Reshape, 20.08 format) per distinct shift."""
+    nb, made = NetBuilder(graph, report), {}
+    for bn, (_, b) in shifts:
+        own = _own_rank(graph, bn)
+        if own is None:
+            x, users = bn.inputs[0], None
+            shape = (1, b.size, 1, 1) if bn.desc.data_layout == DataLayout.NCHW else (1, 1, 1, b.size)
+        else:
+            x, shape, users = own
+        values = b.astype(np.float32).reshape(shape)
+        key = (shape, values.tobytes())
+        if key not in made:
+            made[key] = (nb.add(LayerType.Constant, f"{bn.name}_shift", [], tensors={"input": ConstTensor(values)})
+                         if graph.target.at_least("23.08") else nb.constant_layer(values, f"{bn.name}_shift"))
+        graph.remove([bn])
+        # (x * 1 + shift, the BatchNormalization's sum, is x + shift bit for bit)
+        y = graph.add(LayerType.Addition, bn.name, [x, made[key]], outputs=[x.info]).out()
+        if users is None:
+            graph.replace_uses(bn.out(), y)
+            continue
+        for u in users:  # a Reshape back to x's shape goes; another reads the sum (a Reshape of it)
+            if u.outputs[0].shape == x.info.shape:
+                graph.replace_uses(u.out(), y)
+                graph.remove([u])
+            else:
+                graph.set_input(u, 0, y)
+    report.decomposition("per-channel shift (bias)", "Addition of a Constant instead of a BatchNormalization, "
+                         "which Arm NN's CpuRef runs about 10x slower")
+    return len(shifts)
+
+
 def shifts_to_additions(graph: Graph, report: Report) -> int:
     bn = LayerType.BatchNormalization  # (the type first: nearly every layer is none)
     shifts = [(l, ab) for l in graph.layers if l.type == bn and (ab := _scale_shift(l)) is not None]
     if not shifts:
         return 0
+    if graph.target.at_least("20.08"):
+        return _constant_shifts(graph, shifts, report)
     anchor = _anchor(graph)
     if anchor is None:
         return 0

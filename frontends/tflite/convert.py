@@ -75,6 +75,7 @@ class Ctx(Prescan, Edges):
         self.skip: set[int] = set()               # ops absorbed at the model's edges
         self.input_alias: dict[int, list[int]] = {}  # float input -> QUANTIZE outputs it stands for
         self.out_source: dict[int, int] = {}      # model output -> quantized tensor behind its DEQUANTIZE
+        self.shared: dict = {}                    # (tensor, shape) -> the Constant layer its readers share
         self.output_names = {model.tensors[i].name for i in model.outputs}
         self.overridden = False                   # True when input shapes differ from the file's
         dense = [t.name for t in model.tensors if t.densified]

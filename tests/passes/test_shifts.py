@@ -3,6 +3,7 @@ Addition of a generated [1, C, 1, 1] constant. On the real runtime the result eq
 onnxruntime's, NaN and infinity in the input included (the constant is built from an
 input element clamped to 0, so it stays exact)."""
 import numpy as np
+import pytest
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
@@ -74,6 +75,34 @@ def test_conv_bias_batchnorm_option_keeps_batchnorms_with_the_same_results(armnn
     subprocess.run([sys.executable, "-m", "armnn_import", model, "-o", str(out), "-q", "--conv-bias", "batchnorm"],
                    check=True)
     assert read(out.read_bytes()).summary().get("BatchNormalization") == convs
-    import pytest
     with pytest.raises(armnn_import.ConversionError):
         armnn_import.convert(model, conv_bias="fused")
+
+
+def _shared_shift_model(b):
+    """([2, 5, 6] + b) squared, + b: two per-channel shifts on a 3-D tensor, with the same values."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 6])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5, 6])
+    nodes = [helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Mul", ["a", "a"], ["r"]),
+             helper.make_node("Add", ["r", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [x], [y], [numpy_helper.from_array(b, "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+@pytest.mark.parametrize("target, release", [("20.08", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")])
+def test_shifts_on_the_tensors_own_rank_share_one_constant(target, release, armnn_runner_for):
+    """From the 20.08 format a shift of a 3-D tensor is an Addition on its own rank (no Reshapes
+    to and from 4-D), and equal shifts read one Constant (20.08 format: Constant + Reshape). One
+    float32 addition per element, as onnxruntime's: equal bit for bit, NaN and infinity included."""
+    rng = np.random.default_rng(2)
+    data = _shared_shift_model(rng.standard_normal(6).astype(np.float32))
+    net = armnn_import.convert(data, target=target).network
+    kinds = net.summary()
+    assert kinds["Addition"] == 2 and kinds["Constant"] == 1 and kinds.get("Reshape", 0) == (target == "20.08")
+    assert "BatchNormalization" not in kinds and "StridedSlice" not in kinds
+    sess = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    x = (rng.standard_normal((2, 5, 6)) * 4).astype(np.float32)
+    x[0, 0, :3] = [np.nan, np.inf, -np.inf]
+    want = sess.run(None, {"x": x})[0]
+    got = armnn_runner_for(release)(armnn_import.convert(data, target=target).to_bytes(), [x])[0]
+    np.testing.assert_array_equal(got.reshape(want.shape), want)

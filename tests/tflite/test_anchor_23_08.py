@@ -27,9 +27,6 @@ MORE_LAYERS = {
     "models/lstm_keras.float32.tflite": "UNIDIRECTIONAL_SEQUENCE_LSTM is still lowered gate by gate; "
                                         "23.08 has a UnidirectionalSequenceLstm layer",
     "models/lstm_keras_time_major.float32.tflite": "as lstm_keras",
-    "models/keras_bilstm_unroll_seq.float32.tflite": "173 against 158: each time step's gate bias is a "
-        "per-channel shift (passes/shifts.py: Reshape, StridedSlice of the shared shifts, Addition, Reshape), "
-        "where an Addition of one Constant would do at 23.08 (docs/notes/session-10.md)",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.types import ActivationFunction as AF
-from armnn_import.ir.types import ConstTensor, DataType
+from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
 from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
@@ -31,10 +31,30 @@ def _per_channel(c: np.ndarray, shape) -> np.ndarray | None:
     return np.broadcast_to(c.reshape(-1), (shape[-1],)).astype(np.float32)
 
 
-def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None):
+def _shared_constant(ctx, ci, rank):
+    """The quantized constant tensor ci as one Constant layer (of rank `rank`) that all its
+    readers share: its own bytes and quantization, so the runtime's dequantized values are the
+    ones a BatchNormalization would hold as float32 ((q - zero point) * scale, each exact)."""
+    t = ctx.t(ci)
+    shape = (1,) * (rank - len(t.shape)) + tuple(t.shape)
+    key = (ci, shape)
+    if key not in ctx.shared:
+        scale, offset = ctx.qparams(ci)
+        data = t.data.astype(np.int16) + (128 if t.type == T.INT8 else 0)  # (uint8 levels, as qparams)
+        ct = ConstTensor(data.astype(np.uint8).reshape(shape), TensorInfo(shape, DataType.QuantisedAsymm8, scale, offset))
+        ctx.shared[key] = ctx.b.constant_layer(ct, f"{t.name}_shared")
+    return ctx.shared[key]
+
+
+def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None, ci=None):
     """x (op) c for a quantized x: scalars become Linear/BoundedReLu, per-channel
-    constants a BatchNormalization, computing straight into the output quantization."""
+    constants a BatchNormalization, computing straight into the output quantization; a
+    per-channel constant that 2+ ADDs read is one shared Constant from the 20.08 format on
+    (a BatchNormalization each is one layer a reader, Addition + Constant one and the Constant)."""
     nb = ctx.b
+    if ltype == L.Addition and cquant is not None and ctx.target.at_least("20.08") and len(ctx.consumers[ci]) >= 2 \
+            and _per_channel(c, x.info.shape) is not None and not np.all(c == c.reshape(-1)[0]):
+        return nb.binary(ltype, x, _shared_constant(ctx, ci, x.info.rank), name, quant=q)
     if np.broadcast_shapes(c.shape, x.info.shape) != x.info.shape:
         raise Unsupported("a constant operand that broadcasts the input to a larger shape")
     flat = c.reshape(-1)
@@ -94,7 +114,7 @@ def binary_op(ctx, op, ltype, swap=False):
             ci = a if ca else b
             cq = ctx.qparams(ci) if ctx.t(ci).quant is not None and ctx.t(ci).quant.per_tensor \
                 and ctx.t(ci).type in (T.UINT8, T.INT8) and ci not in ctx.folded else None
-            y = _quant_const(ctx, ltype, x, c, name, ca, q, cq)
+            y = _quant_const(ctx, ltype, x, c, name, ca, q, cq, ci)
         else:
             y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
     return ctx.fused(y, op.options.get("fused_activation_function", 0), name, q)
@@ -107,13 +127,13 @@ def _check_binary(op, ctx):
 
 
 # constants folded into Linear/BoundedReLu Activations or a BatchNormalization; a quantized one made by
-# a FullyConnected (StridedSlice, Reshape)
+# a FullyConnected (StridedSlice, Reshape); a quantized per-channel one that 2+ ADDs share, a Constant
 _BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
 for _op, (_lt, _until) in {"ADD": (L.Addition, 5), "SUB": (L.Subtraction, 5), "MUL": (L.Multiplication, 7),
                            "DIV": (L.Division, 2), "MAXIMUM": (L.Maximum, 4),
                            "MINIMUM": (L.Minimum, 4)}.items():
     REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="all", check=_check_binary,
-                      layers=(_lt.name,) + _BROADCAST,
+                      layers=(_lt.name,) + _BROADCAST + (("Constant",) if _op == "ADD" else ()),
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
