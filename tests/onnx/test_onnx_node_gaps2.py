@@ -1,0 +1,41 @@
+"""Operators of the ONNX node suite that had an exact lowering but were refused (session 12):
+ArgMax/ArgMin with select_last_index=1, EyeLike, OneHot of constant depth and values, Where on
+int32 values. Each written file (the CLI's) runs on the real Arm NN runtimes that read its target
+and must give onnxruntime's values exactly, with ties, NaN and infinities where they matter."""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper as h
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/onnx (importlib mode)
+from test_onnx_node_gaps import check_on_runtimes, model, refused  # noqa: E402
+
+RNG = np.random.default_rng(12)
+
+
+# -- ArgMax/ArgMin select_last_index=1: reversed along the axis, ArgMinMax, axis_len - 1 - index ---
+def ties():
+    x = RNG.integers(-2, 3, (3, 4, 5)).astype(np.float32)  # few values: many ties on every axis
+    x[0, 0, :] = np.inf
+    x[1, :, 2] = -np.inf
+    return x
+
+
+@pytest.mark.parametrize("target", ["20.08", "23.08"])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis,keepdims", [(0, 1), (1, 0), (-1, 1), (2, 0)])
+def test_arg_select_last_index(op, axis, keepdims, target, armnn_runner_for, tmp_path):
+    node = h.make_node(op, ["x"], ["y"], axis=axis, keepdims=keepdims, select_last_index=1)
+    m = model(node, [("x", TP.FLOAT, (3, 4, 5))], TP.INT64, opset=13)
+    check_on_runtimes(m, {"x": ties()}, target, armnn_runner_for, tmp_path)
+
+
+def test_arg_select_last_index_19_02_names_the_target():
+    node = h.make_node("ArgMax", ["x"], ["y"], axis=1, select_last_index=1)
+    p = refused(model(node, [("x", TP.FLOAT, (3, 4, 5))], TP.INT64, opset=13), "19.02")
+    assert p.code == "needs-target" and "20.08" in p.hint, p
