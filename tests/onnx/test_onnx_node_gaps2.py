@@ -8,12 +8,16 @@ import os
 import sys
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as h
 
+from armnn_import import cli
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/onnx (importlib mode)
-from test_onnx_node_gaps import check_on_runtimes, model, refused  # noqa: E402
+from test_onnx_node_gaps import READERS, check_on_runtimes, model, refused  # noqa: E402
 
 RNG = np.random.default_rng(12)
 
@@ -39,3 +43,29 @@ def test_arg_select_last_index_19_02_names_the_target():
     node = h.make_node("ArgMax", ["x"], ["y"], axis=1, select_last_index=1)
     p = refused(model(node, [("x", TP.FLOAT, (3, 4, 5))], TP.INT64, opset=13), "19.02")
     assert p.code == "needs-target" and "20.08" in p.hint, p
+
+
+# -- EyeLike: a constant of the input's static shape (folded like Shape and Size) -----------------
+def check_constant(m, feeds, target, armnn_runner_for, tmp_path):
+    """As check_on_runtimes for a network whose output is a constant: its file has no inputs."""
+    src, out = tmp_path / "m.onnx", tmp_path / "m.armnn"
+    onnx.save(m, src)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    assert cli.main([str(src), "-o", str(out), "-q", "--target", target]) == 0
+    for release in READERS[target]:
+        (got,) = armnn_runner_for(release)(out.read_bytes(), [])
+        np.testing.assert_array_equal(got, want, err_msg=f"--target {target} on Arm NN {release}")
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+@pytest.mark.parametrize("shape,attrs", [((4, 5), {"k": 1}), ((3, 4), {"dtype": TP.FLOAT}), ((4, 4), {}),
+                                         ((5, 3), {"k": -2, "dtype": TP.INT32})])
+def test_eyelike(shape, attrs, target, armnn_runner_for, tmp_path):
+    out = attrs.get("dtype", TP.INT32)
+    m = model(h.make_node("EyeLike", ["x"], ["y"], **attrs), [("x", TP.INT32, shape)], out, opset=22)
+    check_constant(m, {"x": RNG.integers(-9, 9, shape).astype(np.int32)}, target, armnn_runner_for, tmp_path)
+
+
+def test_eyelike_of_a_float_input_23_08(armnn_runner_for, tmp_path):
+    m = model(h.make_node("EyeLike", ["x"], ["y"], k=-1), [("x", TP.FLOAT, (3, 6))], TP.FLOAT, opset=22)
+    check_constant(m, {"x": RNG.standard_normal((3, 6)).astype(np.float32)}, "23.08", armnn_runner_for, tmp_path)
