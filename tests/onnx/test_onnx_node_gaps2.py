@@ -13,6 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
 from onnx import helper as h
+from onnx import numpy_helper as nh
 
 from armnn_import import cli
 
@@ -69,3 +70,38 @@ def test_eyelike(shape, attrs, target, armnn_runner_for, tmp_path):
 def test_eyelike_of_a_float_input_23_08(armnn_runner_for, tmp_path):
     m = model(h.make_node("EyeLike", ["x"], ["y"], k=-1), [("x", TP.FLOAT, (3, 6))], TP.FLOAT, opset=22)
     check_constant(m, {"x": RNG.standard_normal((3, 6)).astype(np.float32)}, "23.08", armnn_runner_for, tmp_path)
+
+
+# -- OneHot of constant depth and values: a Gather of a constant table's rows ---------------------
+def one_hot_model(itype, ishape, depth, values, axis):
+    # (onnxruntime's kernels: float indices with a float depth, int64 ones with an int64 depth)
+    depth = np.array(depth, np.float32 if itype == TP.FLOAT else np.int64)
+    inits = [nh.from_array(depth, "depth"), nh.from_array(values, "values")]
+    node = h.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=axis)
+    out = TP.FLOAT if values.dtype == np.float32 else TP.INT64 if values.dtype == np.int64 else TP.INT32
+    return model(node, [("i", itype, ishape)], out, opset=11, inits=inits)
+
+
+@pytest.mark.parametrize("target", ["20.08", "23.08"])
+@pytest.mark.parametrize("axis", [-1, 0, 1, -3])
+@pytest.mark.parametrize("values", [np.array([-np.inf, 3.5], np.float32), np.array([7, -4], np.int64)])
+def test_one_hot_int_indices(axis, values, target, armnn_runner_for, tmp_path):
+    # negative indices count from the end; out of range on either side: a row of `off`
+    i = np.array([[0, 4, -1, -5], [5, -6, 2, 2 ** 31 - 1], [-2 ** 31, 3, -3, 1]], np.int64)
+    m = one_hot_model(TP.INT64, i.shape, 5, values, axis)
+    check_on_runtimes(m, {"i": i}, target, armnn_runner_for, tmp_path)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_one_hot_float_indices_23_08(axis, armnn_runner_for, tmp_path):
+    i = np.array([[1.7, -2.3, 9.0], [-0.5, 3.99, -7.5]], np.float32)  # truncated to int64, as ONNX casts
+    m = one_hot_model(TP.FLOAT, i.shape, 6, np.array([0.0, 1.0], np.float32), axis)
+    check_on_runtimes(m, {"i": i}, "23.08", armnn_runner_for, tmp_path)
+
+
+def test_one_hot_names_the_target_it_needs():
+    m = one_hot_model(TP.INT64, (3,), 4, np.array([0.0, 1.0], np.float32), -1)
+    p = refused(m, "19.02")
+    assert p.code == "needs-target" and "20.08" in p.hint, p
+    p = refused(one_hot_model(TP.FLOAT, (3,), 4, np.array([0.0, 1.0], np.float32), -1), "20.08")
+    assert p.code == "needs-target" and "23.08" in p.hint, p

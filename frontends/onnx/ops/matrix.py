@@ -13,7 +13,7 @@ from armnn_import.lowering.copies import repeat
 from armnn_import.lowering.matrix import fc_last
 
 from ..registry import needs_const, register
-from .common import binary, broadcast
+from .common import binary, broadcast, norm_axes
 
 MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch entry up to this many
 
@@ -196,3 +196,45 @@ def trilu(ctx, node):
     mask = (d >= k) if ctx.attr(node, "upper", 1) else (d <= k)
     ctx.report.decomposition("Trilu", "x times a constant 0/1 mask (integer data: exact)")
     return ctx.b.binary(L.Multiplication, x, ctx.materialize(mask.astype(np.int32), f"{n}_mask"), n)
+
+
+MAX_ONE_HOT = 1024  # OneHot depth at the most (its table has 2 * depth + 2 rows of depth values)
+
+
+@register("OneHot", since=9, layers=("Gather", "Constant", "Maximum", "Minimum", "Addition", "Multiplication", "Cast",
+                                     "Reshape"), needs="20.08", check=needs_const(1, 2, what="depth and values"),
+          notes="a Gather of constant rows; float indices from --target 23.08 (Cast)")
+def one_hot(ctx, node):
+    """Row clamp(i, -depth - 1, depth) + depth + 1 of a constant table [an off row, the one-hot rows of
+    -depth..depth - 1, an off row] (int32 arithmetic, exact): a negative index counts from the end, one
+    out of range gives a row of `off`, as ONNX says; the row's values laid along `axis`."""
+    x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    depth, values = int(np.asarray(ctx.val(node, 1)).reshape(-1)[0]), np.asarray(ctx.val(node, 2)).reshape(-1)
+    if not 0 < depth <= MAX_ONE_HOT or values.dtype.kind not in "fiu" or values.size != 2:
+        raise Unsupported(f"OneHot of depth {depth} (1 to {MAX_ONE_HOT}) with {values.dtype} values")
+    off, on = values
+    if x.info.dtype == DataType.Float32:  # ONNX casts float indices to int64 (truncating, as Cast does)
+        if not ctx.g.target.has(L.Cast):
+            raise Unsupported("OneHot of float indices (their int cast is a Cast layer)",
+                              "convert with --target 23.08 (Cast)", code="needs-target")
+        x = ctx.b.cast(x, DataType.Signed32, f"{n}_int")
+    if x.info.dtype != DataType.Signed32 or (off.dtype.kind != "f" and np.abs(values).max() >= 2 ** 31):
+        raise Unsupported(f"OneHot of {x.info.dtype.name} indices with values {values.tolist()}")
+    table = np.full((2 * depth + 2, depth), off, np.float32 if off.dtype.kind == "f" else np.int32)
+    table[np.arange(1, 2 * depth + 1), np.arange(-depth, depth) % depth] = on
+    ishape = ctx.lshape(x)
+    axis = norm_axes([ctx.attr(node, "axis", -1)], len(ishape) + 1)[0]
+    out = ishape[:axis] + (depth,) + ishape[axis:]
+    one = (1,) * max(len(ishape), 1)
+    col = np.arange(depth, dtype=np.int32).reshape((1,) * axis + (depth,) + (1,) * (len(ishape) - axis))
+    i = binary(ctx, L.Maximum, x, np.full(one, -depth - 1, np.int32), f"{n}_lo")
+    i = binary(ctx, L.Minimum, i, np.full(one, depth, np.int32), f"{n}_hi")
+    # the flat table's element (row, column): (i + depth + 1) * depth + column, the column along `axis`
+    # (int32 broadcasting: CpuRef permutes no Signed32 tensor)
+    i = binary(ctx, L.Addition, i, np.full(one, depth + 1, np.int32), f"{n}_row")
+    i = binary(ctx, L.Multiplication, ctx.b.reshape(i, ishape[:axis] + (1,) + ishape[axis:], f"{n}_rows"),
+               np.full((1,) * len(out), depth, np.int32), f"{n}_start")
+    i = binary(ctx, L.Addition, i, col, f"{n}_index")
+    # (a Constant layer: materialize's FullyConnected of a float input would let its NaN and inf through)
+    y = ctx.b.gather(ctx.b.constant_layer(table.reshape(-1), f"{n}_table"), i, 0, f"{n}_gather")
+    return ctx.to_shape(y, out, n)
