@@ -105,3 +105,45 @@ def test_one_hot_names_the_target_it_needs():
     assert p.code == "needs-target" and "20.08" in p.hint, p
     p = refused(one_hot_model(TP.FLOAT, (3,), 4, np.array([0.0, 1.0], np.float32), -1), "20.08")
     assert p.code == "needs-target" and "23.08" in p.hint, p
+
+
+# -- Pow with a constant exponent per element ---------------------------------------------------
+def pow_model(xtype, xshape, e, otype):
+    return model(h.make_node("Pow", ["x", "e"], ["y"]), [("x", xtype, xshape)], otype, opset=15,
+                 inits=[nh.from_array(e, "e")])
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+def test_pow_exponent_along_an_axis(target, armnn_runner_for, tmp_path):
+    # runs of one value along axis 1, each slice raised to its value: an inf beside a small exponent
+    # stays inf (a 0/1 mask would make NaN of the other slices' powers)
+    e = np.array([[0.0], [2.0], [2.0], [3.0], [0.5], [-1.0], [4.0]], np.float32)
+    x = np.abs(RNG.standard_normal((2, 7, 4)).astype(np.float32)) + 0.25
+    x[0, 1, 0], x[1, 3, 2], x[0, 6, 3] = np.inf, 1e20, 1e15  # 1e15 ** 4 overflows to inf
+    m = pow_model(TP.FLOAT, x.shape, e, TP.FLOAT)
+    check_on_runtimes(m, {"x": x}, target, armnn_runner_for, tmp_path, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+@pytest.mark.parametrize("etype", [np.int64, np.float32])
+def test_pow_int_base_per_element(etype, target, armnn_runner_for, tmp_path):
+    # 5 ** 11 = 48828125 and -3 ** 15 are past float32's 2^24: int32 products, not float ones
+    x = np.array([[5, -3, 7, 2, 0, -1], [1, 4, -2, 9, 3, 6]], np.int64)
+    e = np.array([[11, 15, 0, 1, 5, 2], [3, 4, 7, 6, 0, 9]], etype)
+    m = pow_model(TP.INT64, x.shape, e, TP.INT64)
+    check_on_runtimes(m, {"x": x}, target, armnn_runner_for, tmp_path)
+
+
+@pytest.mark.parametrize("target", ["19.02", "23.08"])
+def test_pow_int_base_scalar_and_broadcast(target, armnn_runner_for, tmp_path):
+    x = RNG.integers(-20, 20, (3, 4)).astype(np.int32)
+    for e in (np.array(3, np.int32), np.array([0, 1, 2, 5], np.int32)):
+        check_on_runtimes(pow_model(TP.INT32, x.shape, e, TP.INT32), {"x": x}, target, armnn_runner_for, tmp_path)
+
+
+def test_pow_exponents_that_stay_refused():
+    f = np.ones((2, 3), np.float32)
+    p = refused(pow_model(TP.FLOAT, (2, 3), f * np.array([1.0, 2.0, 3.0], np.float32) * [[1], [2]], TP.FLOAT), "23.08")
+    assert "vary along one axis" in p.reason, p
+    assert "exact" in refused(pow_model(TP.FLOAT, (3,), np.array([1.5, -0.7, 2.0], np.float32), TP.FLOAT), "19.02").reason
+    assert "integers" in refused(pow_model(TP.INT32, (3,), np.array([1.5, 2.0, 2.0], np.float32), TP.INT32), "19.02").reason
