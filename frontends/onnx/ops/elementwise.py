@@ -109,7 +109,7 @@ MAX_POW_SLICES = 16  # a per-element exponent: at most this many runs of one val
 
 
 @register("Pow", since=7, layers=("Activation", "Multiplication", "Division", "Rsqrt", "Normalization",
-                                  "StridedSlice", "Concat", "Addition"),
+                                  "StridedSlice", "Merger", "Reshape", "Addition", "Subtraction", "Constant"),
           check=lambda node, ctx: needs_const(1, what="exponent")(node, ctx) or _pow_check(node, ctx),
           notes="a constant exponent; one varying along one axis: a slice per run of one value")
 def pow_(ctx, node):

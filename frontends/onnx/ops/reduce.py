@@ -176,6 +176,10 @@ def reduce_prod(ctx, node):
     return ctx.to_shape(parts[0], _out_shape(shape, axes, keep), f"{n}_shape")
 
 
+# (select_last_index=1: StridedSlice reverses x, Subtraction from a Constant turns the index around)
+_ARG_LAYERS = ("ArgMinMax", "Reshape", "StridedSlice", "Subtraction", "Constant")
+
+
 def _arg(function):
     def convert(ctx, node):
         x, n = ctx.port(node, 0), ctx.name(node)
@@ -200,10 +204,10 @@ def _arg(function):
     return convert
 
 
-register("ArgMax", since=1, layers=("ArgMinMax", "Reshape", "StridedSlice", "Subtraction"), needs="20.08",
-         notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Max))
-register("ArgMin", since=1, layers=("ArgMinMax", "Reshape", "StridedSlice", "Subtraction"), needs="20.08",
-         notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Min))
+register("ArgMax", since=1, layers=_ARG_LAYERS, needs="20.08",
+         notes="int64 indices as Signed32; select_last_index=1 on x reversed along the axis")(_arg(ArgMinMaxFunction.Max))
+register("ArgMin", since=1, layers=_ARG_LAYERS, needs="20.08",
+         notes="int64 indices as Signed32; select_last_index=1 on x reversed along the axis")(_arg(ArgMinMaxFunction.Min))
 
 
 @register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary", "Reshape"), check=_AXES, needs="23.08",
