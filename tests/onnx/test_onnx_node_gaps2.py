@@ -147,3 +147,22 @@ def test_pow_exponents_that_stay_refused():
     assert "vary along one axis" in p.reason, p
     assert "exact" in refused(pow_model(TP.FLOAT, (3,), np.array([1.5, -0.7, 2.0], np.float32), TP.FLOAT), "19.02").reason
     assert "integers" in refused(pow_model(TP.INT32, (3,), np.array([1.5, 2.0, 2.0], np.float32), TP.INT32), "19.02").reason
+
+
+# -- float Trilu: a constant gather of x and a zero (no mask multiply: inf and NaN stay) ----------
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+@pytest.mark.parametrize("shape,upper,k", [((4, 5), 1, 0), ((2, 3, 4), 0, 1), ((5, 3), 1, -2), ((2, 2, 3, 3), 0, 0),
+                                           ((9, 9), 1, 0)])
+def test_float_trilu(shape, upper, k, target, armnn_runner_for, tmp_path):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    flat = x.reshape(-1)
+    flat[::3], flat[1::5], flat[2::7] = np.inf, np.nan, -np.inf  # in the kept and in the zeroed part
+    m = model(h.make_node("Trilu", ["x", "k"], ["y"], upper=upper), [("x", TP.FLOAT, shape)], TP.FLOAT, 14,
+              inits=[nh.from_array(np.array(k, np.int64), "k")])
+    check_on_runtimes(m, {"x": x}, target, armnn_runner_for, tmp_path, atol=0.0)
+
+
+def test_float_trilu_of_many_runs_names_20_08():
+    m = model(h.make_node("Trilu", ["x"], ["y"]), [("x", TP.FLOAT, (80, 80))], TP.FLOAT, 14)
+    p = refused(m, "19.02")
+    assert p.code == "needs-target" and "20.08" in p.hint, p

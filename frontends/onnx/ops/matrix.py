@@ -10,6 +10,7 @@ from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.copies import repeat
+from armnn_import.lowering.gather import MAX_RUNS, gather_const, index_runs
 from armnn_import.lowering.matrix import fc_last
 
 from ..registry import needs_const, register
@@ -179,23 +180,42 @@ def gemm(ctx, node):
 fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qmatrix.py)
 
 
-@register("Trilu", since=14, layers=("Multiplication", "Constant", "Reshape"), check=needs_const(1, what="k"),
-          notes="int32/int64 data (x times a constant 0/1 mask, exact)")
+@register("Trilu", since=14, layers=("Multiplication", "Constant", "Reshape", "Merger", "StridedSlice", "Gather",
+                                    "Permute", "Transpose"), check=needs_const(1, what="k"),
+          notes="int data times a constant 0/1 mask; float data picked from x and a zero (exact for inf and NaN)")
 def trilu(ctx, node):
     """The upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, the rest zero. An
-    integer tensor times the 0/1 mask is exact; a float one is not (an inf times 0 is NaN), so refused."""
+    integer tensor times the 0/1 mask is exact; a float one is not (an inf times 0 is NaN): there each
+    element is gathered from x flattened with a 0 appended, the zeroed ones from that 0."""
     x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
-    if x.info.dtype != DataType.Signed32:
-        raise Unsupported(f"Trilu of a {x.info.dtype.name} tensor: only integer data (int32/int64) is exact "
-                          "(x times the 0/1 mask makes NaN of an inf in the zeroed part)", code="unsupported-type")
+    if x.info.dtype not in (DataType.Signed32, DataType.Float32):
+        raise Unsupported(f"Trilu of a {x.info.dtype.name} tensor", code="unsupported-type")
     if x.info.rank < 2:
         raise Unsupported(f"Trilu of a {x.info.rank}-D tensor (needs 2-D or more)", code="bad-model")
     k = int(np.asarray(ctx.val(node, 1)).reshape(-1)[0]) if ctx.has(node, 1) else 0
     rows, cols = x.info.shape[-2:]
     d = np.arange(cols)[None, :] - np.arange(rows)[:, None]
     mask = (d >= k) if ctx.attr(node, "upper", 1) else (d <= k)
+    if x.info.dtype == DataType.Float32:
+        return _pick_or_zero(ctx, x, mask, n)
     ctx.report.decomposition("Trilu", "x times a constant 0/1 mask (integer data: exact)")
     return ctx.b.binary(L.Multiplication, x, ctx.materialize(mask.astype(np.int32), f"{n}_mask"), n)
+
+
+def _pick_or_zero(ctx, x, mask, n):
+    """x where the constant mask of its last two axes holds, else 0, without arithmetic: a constant
+    gather (StridedSlices, or a Gather layer from 20.08) of x flattened with a 0 (a Constant) appended."""
+    shape, size = x.info.shape, mask.size
+    idx = np.where(mask.reshape(-1), np.arange(size), size)
+    if index_runs(idx, MAX_RUNS) is None and not ctx.b.target.at_least("20.08"):
+        raise Unsupported(f"a float Trilu of {size} elements in more than {MAX_RUNS} runs (a selection matrix "
+                          "would make NaN of an inf)", "convert with --target 20.08 (Gather)", code="needs-target")
+    ctx.report.decomposition("Trilu", "float: a constant gather of x and a zero (exact for inf and NaN)")
+    flat = ctx.b.reshape(x, shape[:-2] + (size,), f"{n}_flat")
+    zero = ctx.b.constant_layer(np.zeros(shape[:-2] + (1,), np.float32), f"{n}_zero")
+    y = ctx.b.concat([flat, zero], len(shape) - 2, f"{n}_padded")
+    y = gather_const(ctx.b, y, len(shape) - 2, idx, f"{n}_pick", max_slices=MAX_RUNS)
+    return ctx.b.reshape(y, shape, n)
 
 
 MAX_ONE_HOT = 1024  # OneHot depth at the most (its table has 2 * depth + 2 rows of depth values)
