@@ -1,7 +1,8 @@
 """Operators of the ONNX node suite that had an exact lowering but were refused (session 12):
-ArgMax/ArgMin with select_last_index=1, EyeLike, OneHot of constant depth and values, Where on
-int32 values. Each written file (the CLI's) runs on the real Arm NN runtimes that read its target
-and must give onnxruntime's values exactly, with ties, NaN and infinities where they matter."""
+ArgMax/ArgMin with select_last_index=1, EyeLike, OneHot of constant depth and values, Pow with a
+per-element exponent or an integer base, float Trilu, Where on int32 values. Each written file (the
+CLI's) runs on the real Arm NN runtimes that read its target and must give onnxruntime's values
+exactly, with ties, NaN and infinities where they matter."""
 from __future__ import annotations
 
 import os
@@ -166,3 +167,30 @@ def test_float_trilu_of_many_runs_names_20_08():
     m = model(h.make_node("Trilu", ["x"], ["y"]), [("x", TP.FLOAT, (80, 80))], TP.FLOAT, 14)
     p = refused(m, "19.02")
     assert p.code == "needs-target" and "20.08" in p.hint, p
+
+
+# -- Where of int32/int64 values: m * x + (1 - m) * y in int32 -----------------------------------
+def where_int_model(const_cond):
+    big = np.array([[2 ** 31 - 1], [-2 ** 31]], np.int64)  # past float32's 2^24, at the int32 ends
+    cond = [h.make_node("Greater", ["a", "b"], ["c"])] if not const_cond else []
+    inits = [nh.from_array(big, "y")] + ([nh.from_array(np.array([True, False, True]), "c")] if const_cond else [])
+    ins = [("x", TP.INT64, (2, 3))] + ([] if const_cond else [("a", TP.FLOAT, (2, 3)), ("b", TP.FLOAT, (1, 3))])
+    g = h.make_graph(cond + [h.make_node("Where", ["c", "x", "y"], ["z"])], "where",
+                     [h.make_tensor_value_info(nm, t, list(s)) for nm, t, s in ins],
+                     [h.make_tensor_value_info("z", TP.INT64, None)], inits)
+    return h.make_model(g, opset_imports=[h.make_opsetid("", 16)], ir_version=9)
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
+def test_where_int_constant_condition(target, armnn_runner_for, tmp_path):
+    x = np.array([[16777217, -5, 7], [0, 2 ** 31 - 2, -16777219]], np.int64)
+    check_on_runtimes(where_int_model(True), {"x": x}, target, armnn_runner_for, tmp_path)
+
+
+def test_where_int_runtime_condition_23_08(armnn_runner_for, tmp_path):
+    x = np.array([[16777217, -5, 7], [0, 2 ** 31 - 2, -16777219]], np.int64)
+    a = np.array([[1.0, np.nan, -np.inf], [np.inf, 0.5, 2.0]], np.float32)
+    b = np.array([[0.0, 0.0, 0.0]], np.float32)
+    check_on_runtimes(where_int_model(False), {"x": x, "a": a, "b": b}, "23.08", armnn_runner_for, tmp_path)
+    p = refused(where_int_model(False), "20.08")
+    assert p.code == "needs-target" and "23.08" in p.hint, p

@@ -204,3 +204,34 @@ def _positive_pow(ctx, x, p, name):
             return power(ctx, mag, p, name)
         return b.binary(L.Multiplication, x, power(ctx, mag, p - 1, f"{name}_even"), name)
     return power(ctx, b.activation(x, AF.Sqrt, f"{name}_sqrt"), 2 * p, name)
+
+
+def where_int(ctx, c, x, y, name: str, out_shape) -> Port:
+    """Where of int32 values: m * x + (1 - m) * y with the condition as an int32 0/1 mask m, all in
+    int32 arithmetic (exact, no overflow: each product is 0 or the value). A run-time condition's
+    mask is its float 0/1 form through a Cast layer (the 23.08 format)."""
+    from .logic import float01
+
+    for v in (x, y):
+        if not isinstance(v, Port) and np.asarray(v).dtype.kind not in "iub":
+            raise Unsupported(f"Where of int32 and {np.asarray(v).dtype} values")
+    if isinstance(c, Port):
+        if not (c in ctx.bool_float or c in ctx.bool_cache or c in ctx.bool_src):
+            float01(ctx, c, f"{name}_cond")  # (refuses a boolean with no 0/1 form, with its own reason)
+        if not ctx.g.target.has(L.Cast):
+            raise Unsupported("Where on Signed32 tensors with a run-time condition (its 0/1 mask as int32 is a "
+                              "Cast)", "convert with --target 23.08 (Cast)", code="needs-target")
+        m = ctx.b.cast(float01(ctx, c, f"{name}_cond"), DataType.Signed32, f"{name}_mask")
+        keep_y = binary(ctx, L.Subtraction, np.ones((1,) * m.info.rank, np.int32), m, f"{name}_not")
+    else:
+        m, keep_y = np.asarray(c).astype(np.int32), 1 - np.asarray(c).astype(np.int32)
+
+    def times(a, b, part):
+        if not isinstance(a, Port) and not isinstance(b, Port):
+            return ctx.materialize(np.asarray(a * np.asarray(b), np.int32), f"{name}_{part}")
+        return binary(ctx, L.Multiplication, a, np.asarray(b, np.int32) if not isinstance(b, Port) else b,
+                      f"{name}_{part}")
+
+    ctx.report.decomposition("Where", "int32: m * x + (1 - m) * y with the condition's 0/1 mask m")
+    y = binary(ctx, L.Addition, times(m, x, "x"), times(keep_y, y, "y"), name)
+    return ctx.to_shape(y, out_shape, f"{name}_shape")
