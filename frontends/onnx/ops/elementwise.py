@@ -206,12 +206,11 @@ def _positive_pow(ctx, x, p, name):
     return power(ctx, b.activation(x, AF.Sqrt, f"{name}_sqrt"), 2 * p, name)
 
 
-def where_int(ctx, c, x, y, name: str, out_shape) -> Port:
+def where_int(ctx, c, x, y, name: str, out_shape, float01) -> Port:
     """Where of int32 values: m * x + (1 - m) * y with the condition as an int32 0/1 mask m, all in
     int32 arithmetic (exact, no overflow: each product is 0 or the value). A run-time condition's
-    mask is its float 0/1 form through a Cast layer (the 23.08 format)."""
-    from .logic import float01
-
+    mask is its float 0/1 form (float01 of logic.py, passed in: logic imports this module) through a
+    Cast layer (the 23.08 format)."""
     for v in (x, y):
         if not isinstance(v, Port) and np.asarray(v).dtype.kind not in "iub":
             raise Unsupported(f"Where of int32 and {np.asarray(v).dtype} values")

@@ -293,7 +293,7 @@ def where(ctx, node):
     out_shape = broadcast(broadcast(ctx.lshape(c), ctx.lshape(x)), ctx.lshape(y))
     if any(isinstance(v, Port) and v.info.dtype == DataType.Signed32 for v in (x, y)):
         from .elementwise import where_int
-        return where_int(ctx, c, x, y, n, out_shape)
+        return where_int(ctx, c, x, y, n, out_shape, float01)
     for v in (x, y):
         if isinstance(v, Port) and v.info.dtype != DataType.Float32:
             raise Unsupported(f"Where on {v.info.dtype.name} tensors (only float32 and int32 values can be selected)")
