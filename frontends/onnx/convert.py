@@ -9,8 +9,8 @@
 3. pre-scan: every node that cannot be converted is recorded (unknown
    operators, attribute values without an exact lowering, run-time tensors
    where Arm NN needs constants);
-4. walk the nodes in order: fold those whose inputs are all constant (Shape
-   and Size fold on any tensor, shapes being static), drop Identity and
+4. walk the nodes in order: fold those whose inputs are all constant (Shape,
+   Size and EyeLike fold on any tensor, shapes being static), drop Identity and
    Dropout, lower the rest through the operator registry (ops/); problems
    found while lowering are added, and all of them raised together.
 
@@ -39,7 +39,7 @@ from .control import constant_condition, inline_if
 from .edges import add_inputs, add_outputs, fix_inputs
 from .float16 import NOTE as FLOAT16_NOTE
 from .float16 import is_float16_model, to_float32
-from .fold import fold, fold_size_guard, shape_of
+from .fold import fold, fold_size_guard, shape_value
 from .isolate import isolated
 from .loader import load_model
 from .nodes import DEFAULT_DOMAINS, PASS_THROUGH, SHAPE_OPS, Node, sparse_to_dense, toposort
@@ -215,8 +215,7 @@ class Converter(LoweringContext):
             return self._pass_through(node)
         if op in SHAPE_OPS and node.inputs and isinstance(values[node.inputs[0]], Port):
             shape = self.lshape(values[node.inputs[0]])
-            value = shape_of(node, shape) if op == "Shape" else np.array(int(np.prod(shape)), np.int64)
-            return self._folded(node, [value])
+            return self._folded(node, [shape_value(node, shape, self._np_type(node.outputs[0]))])
         ports = [v for v in map(values.__getitem__, ins) if isinstance(v, Port)]  # the run-time inputs
         if not ports:
             fold_size_guard(node, values, self.inferred)

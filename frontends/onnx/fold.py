@@ -23,6 +23,18 @@ def shape_of(node, shape: tuple) -> np.ndarray:
     return np.array(shape[start:end], dtype=np.int64)
 
 
+def shape_value(node, shape: tuple, dtype) -> np.ndarray:
+    """The value of a SHAPE_OPS node on a tensor of static `shape`; `dtype` its output's numpy type
+    (EyeLike: the dtype attribute's, or its input's)."""
+    if node.op == "Shape":
+        return shape_of(node, shape)
+    if node.op == "Size":
+        return np.array(int(np.prod(shape)), np.int64)
+    if len(shape) != 2:
+        raise Unsupported(f"EyeLike of a {len(shape)}-D tensor (needs 2-D)", code="bad-model")
+    return np.eye(shape[0], shape[1], k=int(node.attrs.get("k", 0)), dtype=dtype)
+
+
 def constant_value(node) -> np.ndarray:
     """The value of a Constant node, in any of its attribute forms."""
     from onnx import numpy_helper

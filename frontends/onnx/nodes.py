@@ -13,7 +13,8 @@ from armnn_import.limits import check_shape
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 PASS_THROUGH = ("Identity", "Dropout")
-SHAPE_OPS = ("Shape", "Size")
+# operators whose value depends on their input's static shape only: folded on any tensor
+SHAPE_OPS = ("Shape", "Size", "EyeLike")
 
 
 # attribute types read straight from their field (the others go through get_attribute_value)

@@ -5,11 +5,12 @@ import numpy as np
 
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import ActivationFunction as AF
+from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
 from ..registry import needs_const, register
-from .common import INT_LAYERS, binary, power
+from .common import INT_LAYERS, binary, broadcast, power, varying_axis
 
 BINARY = {"Add": L.Addition, "Sub": L.Subtraction, "Mul": L.Multiplication, "Div": L.Division}
 
@@ -94,9 +95,9 @@ def mean(ctx, node):
 
 def _pow_check(node, ctx):
     e = ctx.value(node, 1)
-    if e is not None and (e.size != 1 or not _pow_ok(float(e.reshape(-1)[0]))):
-        return (f"exponent {e.reshape(-1)[:4].tolist()} has no exact lowering (a scalar >= 0, -0.5 or an "
-                "integer is needed)", "")
+    if e is not None and (e.size == 0 or not all(_pow_ok(float(p)) for p in np.unique(e))):
+        return (f"exponent {e.reshape(-1)[:4].tolist()} has no exact lowering (values >= 0, -0.5 or "
+                "integers are needed)", "")
     return None
 
 
@@ -104,15 +105,42 @@ def _pow_ok(p: float) -> bool:
     return p >= 0 or p == -0.5 or float(p).is_integer()
 
 
-@register("Pow", since=7, layers=("Activation", "Multiplication", "Division", "Rsqrt", "Normalization"),
-          check=lambda node, ctx: needs_const(1, what="exponent")(node, ctx) or _pow_check(node, ctx))
+MAX_POW_SLICES = 16  # a per-element exponent: at most this many runs of one value along its axis
+
+
+@register("Pow", since=7, layers=("Activation", "Multiplication", "Division", "Rsqrt", "Normalization",
+                                  "StridedSlice", "Merger", "Reshape", "Addition", "Subtraction", "Constant"),
+          check=lambda node, ctx: needs_const(1, what="exponent")(node, ctx) or _pow_check(node, ctx),
+          notes="a constant exponent; one varying along one axis: a slice per run of one value")
 def pow_(ctx, node):
-    x = ctx.port(node, 0)
+    x, name = ctx.port(node, 0, dtypes=(DataType.Float32, DataType.Signed32)), ctx.name(node)
     e = ctx.const(node, 1, "exponent")
-    if e.size != 1 or not _pow_ok(float(e.reshape(-1)[0])):
-        raise Unsupported(f"exponent {e.reshape(-1)[:4].tolist()} has no exact lowering")
-    p, name, b = float(e.reshape(-1)[0]), ctx.name(node), ctx.b
     shape = ctx.lshape(x)
+    if e.size == 1:
+        return ctx.to_shape(_pow_scalar(ctx, x, float(e.reshape(-1)[0]), name), shape, f"{name}_shape")
+    if x.info.dtype == DataType.Signed32:
+        return ctx.to_shape(_int_pow_each(ctx, x, e, name), broadcast(shape, e.shape), f"{name}_shape")
+    # an exponent along one axis: x sliced into runs of one exponent value, each raised to it and the
+    # runs joined (a 0/1 mask per value would turn another value's inf into NaN)
+    axis = varying_axis(e, len(shape))
+    if broadcast(shape, e.shape) != shape or axis is None:
+        raise Unsupported(f"a {list(e.shape)} exponent of a {list(shape)} tensor (it must vary along one axis "
+                          "of x, and not widen it)")
+    v = e.reshape(-1)
+    starts = [0] + [k for k in range(1, len(v)) if v[k] != v[k - 1]]
+    if len(starts) > MAX_POW_SLICES:
+        raise Unsupported(f"{len(starts)} runs of exponent values (at most {MAX_POW_SLICES}, a slice each)")
+    ctx.report.decomposition("Pow", "a StridedSlice per run of one exponent value, each raised to it, a Concat")
+    x = ctx.b.reshape(x, shape, f"{name}_x")
+    parts = [_pow_scalar(ctx, ctx.b.take(x, axis, a, b, f"{name}_p{k}"), float(v[a]), f"{name}_pow{k}")
+             for k, (a, b) in enumerate(zip(starts, starts[1:] + [len(v)]))]
+    return ctx.b.concat(parts, axis, name)
+
+
+def _pow_scalar(ctx, x, p, name):
+    b = ctx.b
+    if x.info.dtype == DataType.Signed32:
+        return _int_pow(ctx, x, p, name)
     if p == 0.0:
         return b.fill_like(x, 1.0, name)
     if p == -0.5:
@@ -120,7 +148,44 @@ def pow_(ctx, node):
     if p < 0:  # 1 / x^|p| (integer |p|): inf at 0, as in ONNX
         one = b.fill_like(x, 1.0, f"{name}_one")
         return b.binary(L.Division, one, _positive_pow(ctx, x, -p, f"{name}_pos"), name)
-    return ctx.to_shape(_positive_pow(ctx, x, p, name), shape, f"{name}_shape")
+    return _positive_pow(ctx, x, p, name)
+
+
+def _int_pow(ctx, x, p, name):
+    """x ** p of an int32 tensor for an integer p >= 0 by squaring: int32 Multiplications (exact)."""
+    if p < 0 or not float(p).is_integer():
+        raise Unsupported(f"an int32 tensor to the power {p} (an integer >= 0 is needed)")
+    one = np.ones((1,) * x.info.rank, np.int32)
+    y, sq, k, p = None, x, 0, int(p)
+    while p:
+        if p & 1:
+            y = sq if y is None else ctx.b.binary(L.Multiplication, y, sq, f"{name}_m{k}")
+        p >>= 1
+        if p:
+            sq = ctx.b.binary(L.Multiplication, sq, sq, f"{name}_sq{k}")
+        k += 1
+    if y is None:  # x ** 0 = 1: x * 0 + 1
+        y = binary(ctx, L.Addition, binary(ctx, L.Multiplication, x, one * 0, f"{name}_zero"), one, name)
+    return binary(ctx, L.Multiplication, x, one, name) if y is x else y  # (a layer of its own)
+
+
+def _int_pow_each(ctx, x, e, name):
+    """x ** e of an int32 tensor for a constant tensor e of integers >= 0: the product over the bits b
+    of e of 1 + bit_b(e) * (x^(2^b) - 1), in int32 arithmetic (exact; CpuRef slices no Signed32 tensor)."""
+    if (e < 0).any() or not np.array_equal(e, np.round(e)):
+        raise Unsupported(f"an int32 tensor to the powers {e.reshape(-1)[:4].tolist()} (integers >= 0 are needed)")
+    e = e.astype(np.int64)
+    ctx.report.decomposition("Pow", "int32: the product of 1 + bit_b(e) * (x^(2^b) - 1) over the bits of e")
+    one = np.ones((1,) * max(x.info.rank, e.ndim), np.int32)
+    y, sq = binary(ctx, L.Multiplication, x, one * 0, f"{name}_zero"), x
+    y = binary(ctx, L.Addition, y, one, f"{name}_one")
+    for b in range(int(e.max()).bit_length()):
+        if b:
+            sq = ctx.b.binary(L.Multiplication, sq, sq, f"{name}_sq{b}")
+        bit = ((e >> b) & 1).astype(np.int32)
+        f = binary(ctx, L.Multiplication, binary(ctx, L.Subtraction, sq, one, f"{name}_dec{b}"), bit, f"{name}_bit{b}")
+        y = binary(ctx, L.Multiplication, y, binary(ctx, L.Addition, f, one, f"{name}_f{b}"), f"{name}_m{b}")
+    return y
 
 
 def _positive_pow(ctx, x, p, name):
@@ -139,3 +204,33 @@ def _positive_pow(ctx, x, p, name):
             return power(ctx, mag, p, name)
         return b.binary(L.Multiplication, x, power(ctx, mag, p - 1, f"{name}_even"), name)
     return power(ctx, b.activation(x, AF.Sqrt, f"{name}_sqrt"), 2 * p, name)
+
+
+def where_int(ctx, c, x, y, name: str, out_shape, float01) -> Port:
+    """Where of int32 values: m * x + (1 - m) * y with the condition as an int32 0/1 mask m, all in
+    int32 arithmetic (exact, no overflow: each product is 0 or the value). A run-time condition's
+    mask is its float 0/1 form (float01 of logic.py, passed in: logic imports this module) through a
+    Cast layer (the 23.08 format)."""
+    for v in (x, y):
+        if not isinstance(v, Port) and np.asarray(v).dtype.kind not in "iub":
+            raise Unsupported(f"Where of int32 and {np.asarray(v).dtype} values")
+    if isinstance(c, Port):
+        if not (c in ctx.bool_float or c in ctx.bool_cache or c in ctx.bool_src):
+            float01(ctx, c, f"{name}_cond")  # (refuses a boolean with no 0/1 form, with its own reason)
+        if not ctx.g.target.has(L.Cast):
+            raise Unsupported("Where on Signed32 tensors with a run-time condition (its 0/1 mask as int32 is a "
+                              "Cast)", "convert with --target 23.08 (Cast)", code="needs-target")
+        m = ctx.b.cast(float01(ctx, c, f"{name}_cond"), DataType.Signed32, f"{name}_mask")
+        keep_y = binary(ctx, L.Subtraction, np.ones((1,) * m.info.rank, np.int32), m, f"{name}_not")
+    else:
+        m, keep_y = np.asarray(c).astype(np.int32), 1 - np.asarray(c).astype(np.int32)
+
+    def times(a, b, part):
+        if not isinstance(a, Port) and not isinstance(b, Port):
+            return ctx.materialize(np.asarray(a * np.asarray(b), np.int32), f"{name}_{part}")
+        return binary(ctx, L.Multiplication, a, np.asarray(b, np.int32) if not isinstance(b, Port) else b,
+                      f"{name}_{part}")
+
+    ctx.report.decomposition("Where", "int32: m * x + (1 - m) * y with the condition's 0/1 mask m")
+    y = binary(ctx, L.Addition, times(m, x, "x"), times(keep_y, y, "y"), name)
+    return ctx.to_shape(y, out_shape, f"{name}_shape")

@@ -281,7 +281,7 @@ def xor(ctx, node):
 
 
 @register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape",
-                  "StridedSlice", "Subtraction", "Constant"))
+                  "StridedSlice", "Subtraction", "Constant", "Multiplication", "Addition", "Cast"))
 def where(ctx, node):
     """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected
     branch): with P = +inf where the condition holds and -inf elsewhere,
@@ -290,10 +290,13 @@ def where(ctx, node):
     unselected branch is dropped exactly. (A NaN in the selected branch becomes +inf.)"""
     c, x, y = (ctx.val(node, i) for i in range(3))
     n = ctx.name(node)
+    out_shape = broadcast(broadcast(ctx.lshape(c), ctx.lshape(x)), ctx.lshape(y))
+    if any(isinstance(v, Port) and v.info.dtype == DataType.Signed32 for v in (x, y)):
+        from .elementwise import where_int
+        return where_int(ctx, c, x, y, n, out_shape, float01)
     for v in (x, y):
         if isinstance(v, Port) and v.info.dtype != DataType.Float32:
-            raise Unsupported(f"Where on {v.info.dtype.name} tensors (only float32 values can be selected)")
-    out_shape = broadcast(broadcast(ctx.lshape(c), ctx.lshape(x)), ctx.lshape(y))
+            raise Unsupported(f"Where on {v.info.dtype.name} tensors (only float32 and int32 values can be selected)")
     ctx.report.decomposition("Where", "max(min(P, x), min(-P, y)) with P = +-inf from the condition")
     inf = np.float32(np.inf)
     if isinstance(c, np.ndarray):

@@ -10,10 +10,11 @@ from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.copies import repeat
+from armnn_import.lowering.gather import MAX_RUNS, gather_const, index_runs
 from armnn_import.lowering.matrix import fc_last
 
 from ..registry import needs_const, register
-from .common import binary, broadcast
+from .common import binary, broadcast, norm_axes
 
 MAX_BATCHED_FC = 64  # constant batched weights: one FullyConnected per batch entry up to this many
 
@@ -179,20 +180,81 @@ def gemm(ctx, node):
 fc_nd = _fc  # x [..., K] @ w.T through a FullyConnected, for the quantized operators (qmatrix.py)
 
 
-@register("Trilu", since=14, layers=("Multiplication", "Constant", "Reshape"), check=needs_const(1, what="k"),
-          notes="int32/int64 data (x times a constant 0/1 mask, exact)")
+@register("Trilu", since=14, layers=("Multiplication", "Constant", "Reshape", "Merger", "StridedSlice", "Gather",
+                                    "Permute", "Transpose"), check=needs_const(1, what="k"),
+          notes="int data times a constant 0/1 mask; float data picked from x and a zero (exact for inf and NaN)")
 def trilu(ctx, node):
     """The upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes, the rest zero. An
-    integer tensor times the 0/1 mask is exact; a float one is not (an inf times 0 is NaN), so refused."""
+    integer tensor times the 0/1 mask is exact; a float one is not (an inf times 0 is NaN): there each
+    element is gathered from x flattened with a 0 appended, the zeroed ones from that 0."""
     x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
-    if x.info.dtype != DataType.Signed32:
-        raise Unsupported(f"Trilu of a {x.info.dtype.name} tensor: only integer data (int32/int64) is exact "
-                          "(x times the 0/1 mask makes NaN of an inf in the zeroed part)", code="unsupported-type")
+    if x.info.dtype not in (DataType.Signed32, DataType.Float32):
+        raise Unsupported(f"Trilu of a {x.info.dtype.name} tensor", code="unsupported-type")
     if x.info.rank < 2:
         raise Unsupported(f"Trilu of a {x.info.rank}-D tensor (needs 2-D or more)", code="bad-model")
     k = int(np.asarray(ctx.val(node, 1)).reshape(-1)[0]) if ctx.has(node, 1) else 0
     rows, cols = x.info.shape[-2:]
     d = np.arange(cols)[None, :] - np.arange(rows)[:, None]
     mask = (d >= k) if ctx.attr(node, "upper", 1) else (d <= k)
+    if x.info.dtype == DataType.Float32:
+        return _pick_or_zero(ctx, x, mask, n)
     ctx.report.decomposition("Trilu", "x times a constant 0/1 mask (integer data: exact)")
     return ctx.b.binary(L.Multiplication, x, ctx.materialize(mask.astype(np.int32), f"{n}_mask"), n)
+
+
+def _pick_or_zero(ctx, x, mask, n):
+    """x where the constant mask of its last two axes holds, else 0, without arithmetic: a constant
+    gather (StridedSlices, or a Gather layer from 20.08) of x flattened with a 0 (a Constant) appended."""
+    shape, size = x.info.shape, mask.size
+    idx = np.where(mask.reshape(-1), np.arange(size), size)
+    if index_runs(idx, MAX_RUNS) is None and not ctx.b.target.at_least("20.08"):
+        raise Unsupported(f"a float Trilu of {size} elements in more than {MAX_RUNS} runs (a selection matrix "
+                          "would make NaN of an inf)", "convert with --target 20.08 (Gather)", code="needs-target")
+    ctx.report.decomposition("Trilu", "float: a constant gather of x and a zero (exact for inf and NaN)")
+    flat = ctx.b.reshape(x, shape[:-2] + (size,), f"{n}_flat")
+    zero = ctx.b.constant_layer(np.zeros(shape[:-2] + (1,), np.float32), f"{n}_zero")
+    y = ctx.b.concat([flat, zero], len(shape) - 2, f"{n}_padded")
+    y = gather_const(ctx.b, y, len(shape) - 2, idx, f"{n}_pick", max_slices=MAX_RUNS)
+    return ctx.b.reshape(y, shape, n)
+
+
+MAX_ONE_HOT = 1024  # OneHot depth at the most (its table has 2 * depth + 2 rows of depth values)
+
+
+@register("OneHot", since=9, layers=("Gather", "Constant", "Maximum", "Minimum", "Addition", "Multiplication", "Cast",
+                                     "Reshape"), needs="20.08", check=needs_const(1, 2, what="depth and values"),
+          notes="a Gather of constant rows; float indices from --target 23.08 (Cast)")
+def one_hot(ctx, node):
+    """Row clamp(i, -depth - 1, depth) + depth + 1 of a constant table [an off row, the one-hot rows of
+    -depth..depth - 1, an off row] (int32 arithmetic, exact): a negative index counts from the end, one
+    out of range gives a row of `off`, as ONNX says; the row's values laid along `axis`."""
+    x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    depth, values = int(np.asarray(ctx.val(node, 1)).reshape(-1)[0]), np.asarray(ctx.val(node, 2)).reshape(-1)
+    if not 0 < depth <= MAX_ONE_HOT or values.dtype.kind not in "fiu" or values.size != 2:
+        raise Unsupported(f"OneHot of depth {depth} (1 to {MAX_ONE_HOT}) with {values.dtype} values")
+    off, on = values
+    if x.info.dtype == DataType.Float32:  # ONNX casts float indices to int64 (truncating, as Cast does)
+        if not ctx.g.target.has(L.Cast):
+            raise Unsupported("OneHot of float indices (their int cast is a Cast layer)",
+                              "convert with --target 23.08 (Cast)", code="needs-target")
+        x = ctx.b.cast(x, DataType.Signed32, f"{n}_int")
+    if x.info.dtype != DataType.Signed32 or (off.dtype.kind != "f" and np.abs(values).max() >= 2 ** 31):
+        raise Unsupported(f"OneHot of {x.info.dtype.name} indices with values {values.tolist()}")
+    table = np.full((2 * depth + 2, depth), off, np.float32 if off.dtype.kind == "f" else np.int32)
+    table[np.arange(1, 2 * depth + 1), np.arange(-depth, depth) % depth] = on
+    ishape = ctx.lshape(x)
+    axis = norm_axes([ctx.attr(node, "axis", -1)], len(ishape) + 1)[0]
+    out = ishape[:axis] + (depth,) + ishape[axis:]
+    one = (1,) * max(len(ishape), 1)
+    col = np.arange(depth, dtype=np.int32).reshape((1,) * axis + (depth,) + (1,) * (len(ishape) - axis))
+    i = binary(ctx, L.Maximum, x, np.full(one, -depth - 1, np.int32), f"{n}_lo")
+    i = binary(ctx, L.Minimum, i, np.full(one, depth, np.int32), f"{n}_hi")
+    # the flat table's element (row, column): (i + depth + 1) * depth + column, the column along `axis`
+    # (int32 broadcasting: CpuRef permutes no Signed32 tensor)
+    i = binary(ctx, L.Addition, i, np.full(one, depth + 1, np.int32), f"{n}_row")
+    i = binary(ctx, L.Multiplication, ctx.b.reshape(i, ishape[:axis] + (1,) + ishape[axis:], f"{n}_rows"),
+               np.full((1,) * len(out), depth, np.int32), f"{n}_start")
+    i = binary(ctx, L.Addition, i, col, f"{n}_index")
+    # (a Constant layer: materialize's FullyConnected of a float input would let its NaN and inf through)
+    y = ctx.b.gather(ctx.b.constant_layer(table.reshape(-1), f"{n}_table"), i, 0, f"{n}_gather")
+    return ctx.to_shape(y, out, n)

@@ -11,10 +11,11 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import (ArgMinMaxFunction, DataLayout, DataType, PoolingAlgorithm, ReduceOperation,
                                    UnaryOperation)
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.gather import gather_const
 from armnn_import.lowering.pooling import mean_as_pool
 
 from ..registry import needs_const, register
-from .common import mean, norm_axes
+from .common import binary, mean, norm_axes
 
 MAX_PROD = 32  # ReduceProd over more elements than this is refused (one Multiplication each)
 # opset from which `axes` is an input instead of an attribute
@@ -175,10 +176,8 @@ def reduce_prod(ctx, node):
     return ctx.to_shape(parts[0], _out_shape(shape, axes, keep), f"{n}_shape")
 
 
-def _check_arg(node, ctx):
-    if ctx.attr(node, "select_last_index", 0):
-        return "select_last_index=1 (Arm NN's ArgMinMax returns the first index of a tie)"
-    return None
+# (select_last_index=1: StridedSlice reverses x, Subtraction from a Constant turns the index around)
+_ARG_LAYERS = ("ArgMinMax", "Reshape", "StridedSlice", "Subtraction", "Constant")
 
 
 def _arg(function):
@@ -188,18 +187,27 @@ def _arg(function):
         if not shape:
             raise Unsupported("ArgMax/ArgMin of a scalar")
         axis = norm_axes([ctx.attr(node, "axis", 0)], len(shape))[0]
-        y = ctx.b.arg_min_max(x, axis, function, n if not ctx.attr(node, "keepdims", 1) else f"{n}_arg")
+        last = ctx.attr(node, "select_last_index", 0)
+        if last:
+            # Arm NN's ArgMinMax returns the first index of a tie: on x reversed along the axis
+            # the first is the last one of x, at axis_len - 1 - i (int32 arithmetic, exact)
+            ctx.report.decomposition(node.op, "select_last_index: reversed, ArgMinMax, axis_len - 1 - index")
+            x = gather_const(ctx.b, x, axis, np.arange(shape[axis] - 1, -1, -1), f"{n}_rev")
+        y = ctx.b.arg_min_max(x, axis, function, f"{n}_arg" if ctx.attr(node, "keepdims", 1) or last else n)
         keep = tuple(1 if i == axis else d for i, d in enumerate(shape))
         out = keep if ctx.attr(node, "keepdims", 1) else keep[:axis] + keep[axis + 1:]
+        if last:
+            y = binary(ctx, L.Subtraction, np.full((1,) * len(out), shape[axis] - 1, np.int32),
+                       ctx.to_shape(y, out, f"{n}_idx"), n)
         return ctx.to_shape(y, out, n)
     convert.__name__ = f"arg_{function.name.lower()}"
     return convert
 
 
-register("ArgMax", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", check=_check_arg,
-         notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Max))
-register("ArgMin", since=1, layers=("ArgMinMax", "Reshape"), needs="20.08", check=_check_arg,
-         notes="int64 indices as Signed32")(_arg(ArgMinMaxFunction.Min))
+register("ArgMax", since=1, layers=_ARG_LAYERS, needs="20.08",
+         notes="int64 indices as Signed32; select_last_index=1 on x reversed along the axis")(_arg(ArgMinMaxFunction.Max))
+register("ArgMin", since=1, layers=_ARG_LAYERS, needs="20.08",
+         notes="int64 indices as Signed32; select_last_index=1 on x reversed along the axis")(_arg(ArgMinMaxFunction.Min))
 
 
 @register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary", "Reshape"), check=_AXES, needs="23.08",
