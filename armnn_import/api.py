@@ -62,7 +62,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
             conv_bias: str = "add", target: str | None = None, report: Report | None = None,
             fp16_force: bool = False, fp16_inputs=None, fp16_weights: bool = False,
-            check_passes: bool | None = None, input_values: dict | None = None) -> ConversionResult:
+            check_passes: bool | None = None, input_values: dict | None = None,
+            layer_names: str = "auto") -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
@@ -85,12 +86,21 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     so what depends on it alone folds (an If on it). InputValueError on an unknown name or
     a value the input cannot hold.
 
+    layer_names: "source" keeps the model's names on the layers; "short" numbers them (the
+    report's nodes give the new names); "auto" (the default) is "short" where the target's
+    runtime rebuilds every layer's name on each inference (23.08; target.NAMES_COST_FROM).
+    Input and Output layers keep the model's names, the binding names.
+
     check_passes: verify the graph after every pass (--debug; default: the
     ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
     target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs)
+    from .passes.names import LAYER_NAMES
+    if layer_names not in LAYER_NAMES:
+        raise ConversionError(f"layer_names must be one of {', '.join(LAYER_NAMES)}, not {layer_names!r}")
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
-                             target=target.release, input_values=dict(input_values or {}))
+                             target=target.release, input_values=dict(input_values or {}),
+                             layer_names=layer_names)
     report = report or Report()
     report.target = target.release
     if isinstance(model, (str, os.PathLike)):
@@ -153,6 +163,9 @@ def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check
             _check_range(graph, report, options, permuted=io_layout != source_layout)
         if options.fp16 or report.float16_network:
             to_float16(graph, report)
+        from .passes.names import short_names, wants_short_names
+        if wants_short_names(options.layer_names, graph.target):
+            short_names(graph, report)
     from .ir.compat import runtime_problems
     problems = runtime_problems(graph)
     if problems:  # a frontend bug: these must be lowered around

@@ -98,6 +98,10 @@ def _add_convert(sub) -> argparse.ArgumentParser:
                    help="the Arm NN release whose format to write: 19.02 (default; read by every "
                         "release), 20.08 (Arm NN 20.08 and later: convolutions with their bias, NHWC "
                         "and dilation) or 23.08 (Arm NN 23.08 and later)")
+    c.add_argument("--layer-names", choices=("auto", "source", "short"), default="auto",
+                   help="'source': layers keep the model's names; 'short': numbered (--report maps them "
+                        "to the nodes); 'auto' (default): short for 23.08, whose runtime rebuilds every "
+                        "layer's name on each inference, else source. Inputs and outputs keep their names")
     c.add_argument("--report", metavar="REPORT.json",
                    help="write the conversion report as JSON (a list with several models) and print "
                         "a short summary on stderr")

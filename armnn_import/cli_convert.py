@@ -113,7 +113,7 @@ def _convert_and_write(model: str, out_path: str, args, report):
                      layout=args.layout,
                      keep_io_layout=args.keep_io_layout, fp16=args.fp16, dequantize=args.dequantize,
                      conv_bias=args.conv_bias, target=args.target, check_passes=args.debug or None,
-                     report=report, **_fp16_kwargs(args))
+                     layer_names=getattr(args, "layer_names", "auto"), report=report, **_fp16_kwargs(args))
     # --verify needs the bytes in memory; otherwise large weights go from the model to the file
     size, data = (len(result.buffer()), [result.buffer()]) if args.verify else result.chunks()
     folder = os.path.dirname(out_path)

@@ -28,6 +28,9 @@ class ConvertOptions:
     target: str = "19.02"         # the Arm NN release whose format to write (armnn_import.target)
     # inputs fixed to a value, made constants by the frontend (armnn_import.input_values)
     input_values: dict | None = None
+    # the layers' names: "source" (the model's node or tensor names), "short" (numbers; the report
+    # maps them to the nodes) or "auto" (short where the target's runtime pays for names: target.py)
+    layer_names: str = "auto"
 
 
 class Frontend(Protocol):

@@ -30,6 +30,9 @@ class Report:
     passes: dict[str, int] = field(default_factory=dict)     # pass -> layers changed
     # --fp16: the range check's inputs, bound and per-layer max |value| (fp16_range.RangeCheck)
     fp16_range: dict = field(default_factory=dict)
+    # "source" (the model's names) or "short" (numbers, for a runtime that pays for names:
+    # passes/names.py); with "short", nodes[...]["layers"] and "outputs" give the new names
+    layer_names: str = "source"
     float16_network: bool = False  # the frontend asks for a Float16 network (a float16 model)
     # why the conversion was refused: {op, node, code (errors.REASON_CODES), reason, hint} per problem
     problems: list[dict] = field(default_factory=list)
@@ -58,6 +61,25 @@ class Report:
                 entry["fused"] = [e["node"] for e in group]
             group.append(entry)
         self.nodes.append(entry)
+
+    def rename_layers(self, mapping: dict[str, str]) -> None:
+        """Layer names recorded so far, renamed by `mapping` (old -> new; others kept)."""
+        def slot(ref):  # "layer:slot" (a layer's name may hold ':' itself)
+            if ref is None or ref in mapping:
+                return mapping.get(ref, ref)
+            name, _, k = ref.rpartition(":")
+            return f"{mapping[name]}:{k}" if name in mapping else ref
+        for entry in self.nodes:
+            entry["layers"] = [mapping.get(n, n) for n in entry["layers"]]
+            if "outputs" in entry:
+                entry["outputs"] = [slot(r) for r in entry["outputs"]]
+        for q in self.quantization:
+            if isinstance(q.get("layer"), str):
+                q["layer"] = mapping.get(q["layer"], q["layer"])
+        ranges = {id(r): r for r in [*self.fp16_range.get("layers", ()), self.fp16_range.get("over")] if r}
+        for r in ranges.values():  # ("over" is one of the layers)
+            r["layer"] = slot(r["layer"])
+        self.layer_names = "short"
 
     def decomposition(self, op: str, how: str) -> None:
         self.decompositions.setdefault(op, how)

@@ -25,6 +25,13 @@ RUNS_ON = {
 }
 
 
+# From this release on, every CpuRef (and CpuAcc) workload builds its profiling event's name, the
+# layer's name + "_" + a label, on every inference (RefWorkloadUtils.hpp,
+# ARMNN_SCOPED_PROFILING_EVENT_REF_NAME_GUID; 20.08 passes a fixed label): a long name costs time
+# per layer per inference, so layers get short names by default (passes/names.py).
+NAMES_COST_FROM = "23.08"
+
+
 def _key(release: str) -> tuple[int, int]:
     major, minor = release.split(".")
     return int(major), int(minor)
