@@ -67,13 +67,11 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
 
-    conv_bias: how a float convolution's bias is written, since this format's convolution
-    carries none: "add" (an Addition, fastest on Arm NN 20.08) or "batchnorm" (a
-    BatchNormalization, which Arm NN 20.11 and later fuse into the convolution).
+    conv_bias: a 19.02 float convolution's bias as "add" (an Addition, fastest on Arm NN 20.08) or
+    "batchnorm" (a BatchNormalization, which Arm NN 20.11 and later fuse into the convolution).
 
-    target: the Arm NN release whose format to write: "19.02" (the default, read by every
-    release), "20.08" or "23.08" (richer formats: convolutions with their bias, NHWC and
-    dilation; read by that release and later ones). See armnn_import.target.
+    target: the Arm NN release whose format to write: "19.02" (the default, read by every release),
+    "20.08" or "23.08" (read by that release and later ones). See armnn_import.target.
 
     fp16: the whole network in Float16, after a range check that runs the float network
     on `fp16_inputs` (arrays in input order or by name, or paths of .npy files / one .npz;
@@ -86,17 +84,14 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     so what depends on it alone folds (an If on it). InputValueError on an unknown name or
     a value the input cannot hold.
 
-    layer_names: "source" keeps the model's names on the layers; "short" numbers them (the
-    report's nodes give the new names); "auto" (the default) is "short" where the target's
-    runtime rebuilds every layer's name on each inference (23.08; target.NAMES_COST_FROM).
-    Input and Output layers keep the model's names, the binding names.
+    layer_names: "source" (the model's names), "short" (numbered; the report's nodes give them) or
+    "auto": short from 23.08 on, whose runtime rebuilds each name per inference (passes/names.py).
 
     check_passes: verify the graph after every pass (--debug; default: the
     ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
     target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs)
-    from .passes.names import LAYER_NAMES
-    if layer_names not in LAYER_NAMES:
-        raise ConversionError(f"layer_names must be one of {', '.join(LAYER_NAMES)}, not {layer_names!r}")
+    from .passes.names import check_policy
+    check_policy(layer_names)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
                              target=target.release, input_values=dict(input_values or {}),

@@ -4,7 +4,9 @@ more than the output channels: 20.08's shape inference): uint8 weights as stored
 (symmetric int8 ones + 128, exact), the bias Signed32 at input scale x weight scale. Arm NN's
 TransposeConvolution2d.cpp decodes input, weights and bias to float, sums in float and rounds once
 into the output's quantization: within 1 level of LiteRT's integer kernel and of onnxruntime's graph,
-checked on the real runtimes (the reference models and seeded random ones, uint8 and int8)."""
+checked on the real runtimes (the reference models and seeded random ones, uint8 and int8).
+ONNX QDQ weights that are symmetric int8 per output channel are QSymmS8 with per-axis scales on
+dimension 0 of the [O, I, kH, kW] weights (CpuRef's per-axis decoder), the bias per axis too."""
 from __future__ import annotations
 
 import os
@@ -95,7 +97,12 @@ QDQ = {"u8-s2-p1": (np.uint8, dict(strides=[2, 2], pads=[1, 1, 1, 1]), (1, 3, 5,
                         (3, 4, 3, 3), True),
        "u8-1d": (np.uint8, dict(strides=[2], pads=[1, 0]), (1, 3, 7), (3, 4, 3), True),
        "u8-batch2": (np.uint8, dict(strides=[2, 2]), (2, 3, 4, 5), (3, 2, 3, 3), True),
-       "u8-batch4-cout2": (np.uint8, dict(strides=[2, 2], pads=[0, 1, 1, 0]), (4, 3, 4, 5), (3, 2, 3, 3), True)}
+       "u8-batch4-cout2": (np.uint8, dict(strides=[2, 2], pads=[0, 1, 1, 0]), (4, 3, 4, 5), (3, 2, 3, 3), True),
+       # per output channel (symmetric int8, DequantizeLinear axis 1; the bias per channel too): from 20.08 on
+       "i8pc-s2-p1": (np.int8, dict(strides=[2, 2], pads=[1, 1, 1, 1]), (1, 3, 5, 6), (3, 4, 3, 3), True),
+       "i8pc-s2-outpad-nobias": (np.int8, dict(strides=[2, 2], pads=[0, 0, 1, 1], output_padding=[1, 1]),
+                                 (1, 2, 4, 5), (2, 5, 3, 3), False),
+       "i8pc-1d": (np.int8, dict(strides=[2], pads=[1, 0]), (1, 3, 7), (3, 4, 3), True)}
 XQ, WQ, YQ = (0.03, 120), (0.01, 131), (0.05, 121)
 
 
@@ -105,17 +112,21 @@ def _qdq(case):
     lo = np.iinfo(wdtype).min
     wz = WQ[1] if wdtype == np.uint8 else 0
 
+    per_channel = "pc" in case
+    wscale = (WQ[0] * rng.uniform(0.5, 2, ws[1])).astype(np.float32) if per_channel else np.float32(WQ[0])
+
     def c(name, v, dt):
         return numpy_helper.from_array(np.array(v, dt), name)
-    inits = [c("wq", rng.integers(lo, lo + 256, ws), wdtype), c("ws", WQ[0], np.float32), c("wz", wz, wdtype),
+    inits = [c("wq", rng.integers(lo + per_channel, lo + 256, ws), wdtype), c("ws", wscale, np.float32),
+             c("wz", np.zeros(ws[1]) if per_channel else wz, wdtype),
              c("xs", XQ[0], np.float32), c("xz", XQ[1], np.uint8), c("ys", YQ[0], np.float32), c("yz", YQ[1], np.uint8)]
     nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
-             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"])]
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], **({"axis": 1} if per_channel else {}))]
     ins = ["xd", "wd"]
     if with_bias:
-        inits += [c("bq", rng.integers(-2000, 2000, ws[1]), np.int32), c("bs", XQ[0] * WQ[0], np.float32)]
-        nodes.append(helper.make_node("DequantizeLinear", ["bq", "bs"], ["bd"]))
+        inits += [c("bq", rng.integers(-2000, 2000, ws[1]), np.int32), c("bs", np.float32(XQ[0]) * wscale, np.float32)]
+        nodes.append(helper.make_node("DequantizeLinear", ["bq", "bs"], ["bd"], **({"axis": 0} if per_channel else {})))
         ins.append("bd")
     nodes += [helper.make_node("ConvTranspose", ins, ["yf"], **attrs),
               helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["yq"]),
@@ -145,6 +156,9 @@ def test_onnx_qdq_conv_transpose(tmp_path, case, target, release, armnn_runner_f
         return
     types = _convert(src, tmp_path / "m.armnn", target)
     assert types.count("TransposeConvolution2d") == 1 and "Convolution2d" not in types, types
+    (layer,) = [l for l in read((tmp_path / "m.armnn").read_bytes()).layers if l.tensors]
+    w = layer.tensors["weights"].info
+    assert (w.dtype.name, w.per_axis_quantized) == (("QSymmS8", True) if "pc" in case else ("QuantisedAsymm8", False))
     (got,) = armnn_runner_for(release)(tmp_path / "m.armnn", [x])
     levels = np.abs(got.reshape(want.shape).astype(np.float64) - want) / YQ[0]
     assert levels.max() <= 1 + 1e-4, levels.max()

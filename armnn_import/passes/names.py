@@ -10,6 +10,12 @@ LAYER_NAMES = ("auto", "source", "short")
 _IO = (LayerType.Input, LayerType.Output)
 
 
+def check_policy(policy: str) -> None:
+    if policy not in LAYER_NAMES:
+        from ..errors import ConversionError
+        raise ConversionError(f"layer_names must be one of {', '.join(LAYER_NAMES)}, not {policy!r}")
+
+
 def wants_short_names(policy: str, target) -> bool:
     from ..target import NAMES_COST_FROM
     return policy == "short" or (policy == "auto" and target.at_least(NAMES_COST_FROM))

@@ -102,8 +102,22 @@ def qdq_conv(ctx, node):
     return _conv(ctx, node, x, wu8, bias, ctx.quant.out_quant(node), wq, fallback)
 
 
+def _transpose_scales(ctx, w, src):
+    """The per-output-channel scales of symmetric int8 ConvTranspose weights [Cin, Cout, kH, kW]
+    (DequantizeLinear axis 1, real = q * scale checked), from the 20.08 format on; else None."""
+    if src is None or not ctx.b.g.target.at_least("20.08") or src[3] != 1 or np.size(src[1]) < 2:
+        return None
+    q, sc = np.asarray(src[0]), np.asarray(src[1], np.float32).reshape(-1)
+    if q.size != w.size or sc.size != w.shape[1] or not perchannel.symmetric_int8(q, src[2]):
+        return None
+    q = q.reshape(w.shape)  # (1-D: [Cin, Cout, 1, L])
+    real = q.astype(np.float64) * sc.astype(np.float64).reshape(1, -1, 1, 1)
+    return sc if np.allclose(real, w, rtol=1e-6, atol=0) else None
+
+
 @qdq("ConvTranspose", layers=("TransposeConvolution2d", "Reshape"),
-     notes="from --target 20.08 one TransposeConvolution2d layer on per-tensor 8-bit weights (at 20.08 "
+     notes="from --target 20.08 one TransposeConvolution2d layer on per-tensor 8-bit weights or symmetric "
+           "int8 ones per output channel (at 20.08 "
            "batch 1, or a batch N that is a multiple of the output channels O < N; one group, no dilation, "
            "the output within the full result), else refused")
 def qdq_conv_transpose(ctx, node):
@@ -117,14 +131,20 @@ def qdq_conv_transpose(ctx, node):
     if bias is not None and bias.size != w.shape[1] * groups:
         raise Unsupported(f"bias of {bias.size} values for {w.shape[1] * groups} output channels", code="bad-model")
     src = ctx.quant.weight(ctx, node.inputs[1])
-    if src is None or np.size(src[1]) != 1 or np.size(src[2]) != 1:
-        raise Unsupported("the weights are not per-tensor 8-bit (DequantizeLinear of one scale): no exact "
-                          "quantized TransposeConvolution2d", DEQUANTIZE_HINT)
-    wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[1], real, src, 0)
     strides, dil, out_pad, _, pads = _transpose_geometry(ctx, node, x, w, nd)
-    y = _transpose_layer(ctx, x, wu8.reshape(w.shape), bias, ctx.name(node), strides=strides, dilations=dil,
-                         out_pad=out_pad, pads=pads, groups=groups, quant=ctx.quant.out_quant(node),
-                         weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *wq))
+    geometry = dict(strides=strides, dilations=dil, out_pad=out_pad, pads=pads, groups=groups,
+                    quant=ctx.quant.out_quant(node))
+    scales = _transpose_scales(ctx, w, src)
+    if scales is not None:
+        y = _transpose_layer(ctx, x, src[0].reshape(w.shape), bias, ctx.name(node), scales=scales, **geometry)
+    elif src is None or np.size(src[1]) != 1 or np.size(src[2]) != 1:
+        raise Unsupported("the weights are neither per-tensor 8-bit (DequantizeLinear of one scale) nor, from "
+                          "--target 20.08 on, symmetric int8 per output channel: no exact quantized "
+                          "TransposeConvolution2d", DEQUANTIZE_HINT)
+    else:
+        wu8, wq = ctx.quant.weights_u8(ctx.name(node), node.inputs[1], real, src, 0)
+        y = _transpose_layer(ctx, x, wu8.reshape(w.shape), bias, ctx.name(node),
+                             weight_info=TensorInfo(w.shape, DataType.QuantisedAsymm8, *wq), **geometry)
     if y is None:
         if not ctx.b.g.target.has(LayerType.TransposeConvolution2d):
             raise Unsupported("on quantized inputs it is exact as one TransposeConvolution2d layer, which needs "
