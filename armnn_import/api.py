@@ -86,7 +86,6 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
 
     layer_names: "source" (the model's names), "short" (numbered; the report's nodes give them) or
     "auto": short from 23.08 on, whose runtime rebuilds each name per inference (passes/names.py).
-
     check_passes: verify the graph after every pass (--debug; default: the
     ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
     target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs)
