@@ -184,7 +184,7 @@ def test_ops_text_and_markdown_show_the_codes(capsys):
     for code, text in REASON_CODES.items():
         assert f"| {code} | {text} |" in out
     assert "| NonZero | dynamic-shape | output shape depends on the data |" in out
-    assert "| WHILE | inexpressible | control flow (a WHILE loop over subgraphs) has no Arm NN equivalent |" in out
+    assert "| WHILE | inexpressible | a WHILE loop whose trip count is not fixed at conversion time" in out
     rc, _, err = main(capsys, "ops", "--markdown", "--json")
     assert rc == 2 and "exclude each other" in err
 

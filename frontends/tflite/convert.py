@@ -17,6 +17,7 @@ from armnn_import.lowering import NetBuilder, Unsupported
 
 from . import quant as Q
 from .edges import Edges, fix_inputs
+from .unroll import unroll
 from .model import TFModel, Tensor, load, read_model_file
 from .prescan import Prescan
 from .types import BOOL, FLOAT32, INT8, INT16, INT32, INT64, UINT8
@@ -38,7 +39,7 @@ def convert(source, options, report) -> Graph:
         except OSError as e:
             raise LoadError(f"{os.fspath(source)}: cannot read: {e.strerror or e}") from None
     with report.phase("parse"):
-        model = load(source)
+        model = unroll(load(source), report)
     fix_inputs(model, options, report)
     ctx = Ctx(model, options, report)
     with report.phase("prescan"):
@@ -179,6 +180,9 @@ class Ctx(Prescan, Edges):
         if i in self.ports:
             return self.ports[i]
         t = self.m.tensors[i]
+        if self.is_const(i) and i in self.m.as_layers and self.dtype_of(i) == DataType.Float32:
+            self.ports[i] = self.nb.constant_layer(self.const(i), t.name)  # (an unrolled loop's start state)
+            return self.ports[i]
         if self.is_const(i):
             raise Unsupported(f"constant tensor {t.name!r} is used where Arm NN needs a computed tensor",
                               code="inexpressible")

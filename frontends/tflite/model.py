@@ -92,6 +92,8 @@ class TFModel:
     num_subgraphs: int = 1
     description: str = ""
     densify_folded: int = 0  # DENSIFY operators replaced by their densified constant input
+    subgraphs: dict = field(default_factory=dict)  # index -> TFModel: the WHILE loops' cond and body
+    as_layers: set = field(default_factory=set)  # float constants read as computed tensors (unroll.py)
 
 
 class _Budget:
@@ -164,25 +166,37 @@ def _load(source) -> TFModel:
     if nsub == 0:
         raise LoadError("the TFLite model has no subgraph")
     nbuf = budget.count(model.BuffersLength(), 4, "the buffer list")
-    sg = fast(model.Subgraphs(0))
-    if sg is None:
-        raise LoadError("malformed TFLite file: subgraph 0 is missing")
-    data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
-    ntens = budget.count(sg.TensorsLength(), 4, "the tensor list")
     src = Source(model, nbuf, budget, constants)
-    tensors = _tensors(src, sg._tab.Pos + sg_fields[0], ntens) if ntens else []
-    refs = _refs(data, budget, ntens)
-    inputs = refs(_at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
-    outputs = refs(_at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
+    tensors, ops, inputs, outputs = _subgraph(src, model, 0, codes)
     if not outputs:  # an Arm NN network without an Output layer does not load
         raise LoadError("the TFLite model has no outputs")
-    nops = budget.count(sg.OperatorsLength(), 4, "the operator list")
-    ops = _ops(src, sg._tab.Pos + sg_fields[3], nops, codes, refs, ntens) if nops else []
-    known_custom_ops(data, sg._tab.Pos + sg_fields[3], ops)
     ops, outputs, folded = bypass_densify(tensors, ops, outputs)
     result = TFModel(tensors, ops, inputs, outputs, nsub, _text(model.Description()), folded)
+    for op in ops:  # the cond and body of WHILE loops (unroll.py), each read once
+        for key in ("cond_subgraph_index", "body_subgraph_index") if op.op == "WHILE" else ():
+            k = op.options.get(key)
+            if isinstance(k, int) and 0 < k < nsub and k not in result.subgraphs:
+                sub = _subgraph(src, model, k, codes)
+                result.subgraphs[k] = TFModel(*sub, num_subgraphs=nsub)
     _release_pages(buf)
     return result
+
+
+def _subgraph(src: Source, model, k: int, codes):
+    """(tensors, operators, inputs, outputs) of subgraph k."""
+    sg = fast(model.Subgraphs(k))
+    if sg is None:
+        raise LoadError(f"malformed TFLite file: subgraph {k} is missing")
+    data, sg_fields = model._tab.Bytes, FT.fields(sg._tab.Bytes, sg._tab.Pos, 4)
+    ntens = src.budget.count(sg.TensorsLength(), 4, "the tensor list")
+    tensors = _tensors(src, sg._tab.Pos + sg_fields[0], ntens) if ntens else []
+    refs = _refs(data, src.budget, ntens)
+    inputs = refs(_at(sg._tab.Pos, sg_fields[1]), "the subgraph inputs")
+    outputs = refs(_at(sg._tab.Pos, sg_fields[2]), "the subgraph outputs")
+    nops = src.budget.count(sg.OperatorsLength(), 4, "the operator list")
+    ops = _ops(src, sg._tab.Pos + sg_fields[3], nops, codes, refs, ntens) if nops else []
+    known_custom_ops(data, sg._tab.Pos + sg_fields[3], ops)
+    return tensors, ops, inputs, outputs
 
 
 def _tensors(src: Source, at: int, ntens: int) -> list[Tensor]:

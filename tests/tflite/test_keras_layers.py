@@ -4,16 +4,20 @@ sweep is docs/keras-sweep.md), through the CLI, against LiteRT's stored outputs.
 - 16x8 mode (int16 activations, int8 weights, int64 biases): refused at every target with the
   --dequantize hint; with --dequantize, a float32 network that matches LiteRT's int16 kernels
   to a few output steps on every runtime that reads the file.
-- Keras 3 recurrent layers: a WHILE loop, refused with the unroll=True hint; unrolled
+- Keras 3 recurrent layers: a WHILE loop of fixed trip count, unrolled (frontends/tflite/unroll.py); unrolled
   Bidirectional LSTMs reverse the backward sequence with REVERSE_V2 (every target)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from armnn_import import cli
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tfl_builder import run_litert  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[2] / "test_models" / "tflite" / "models"
 CONV_16X8 = MODELS / "keras_conv_big.16x8"
@@ -48,10 +52,42 @@ def test_16x8_model_with_dequantize_on_the_runtime(target, release, armnn_runner
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=4 * step)
 
 
-@pytest.mark.parametrize("target", ["19.02", "23.08"])
-def test_keras3_recurrent_while_loop_is_refused_with_the_unroll_hint(target, capsys):
-    lines = _refused(f"{GRU_WHILE}.tflite", target, capsys)
-    assert len(lines) == 1 and "WHILE" in lines[0] and "unroll=True" in lines[0] and "[inexpressible]" in lines[0]
+@pytest.mark.parametrize("target, release", READS)
+def test_keras3_gru_while_loop_unrolled_on_the_runtime(target, release, armnn_runner_for, tmp_path, capsys):
+    """The WHILE's cond (two counters below constants) runs in numpy: 5 steps of its body."""
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{GRU_WHILE}.tflite", "-o", str(out), "--target", target]) == 0
+    assert "subgraphs" not in capsys.readouterr().err  # (no operator left that calls one)
+    ref = np.load(f"{GRU_WHILE}.npz")  # LiteRT's outputs
+    rng = np.random.default_rng(7)
+    x2 = rng.standard_normal(ref["input_0"].shape).astype(np.float32)
+    (want2,) = run_litert(Path(f"{GRU_WHILE}.tflite").read_bytes(), [x2])
+    for x, want in ((ref["input_0"], ref["output_0"]), (x2, want2)):
+        got, = armnn_runner_for(release)(str(out), [x])
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6)
+
+
+def _while_model():
+    from armnn_import_frontends.tflite.model import load
+    return load(Path(f"{GRU_WHILE}.tflite").read_bytes())
+
+
+def test_while_loop_with_a_run_time_trip_count_stays_refused(capsys):
+    from dataclasses import replace
+    from armnn_import_frontends.tflite import unroll
+    m = _while_model()
+    loop = next(op for op in m.operators if op.op == "WHILE")
+    assert len(unroll.trips(m, loop)) == 5 and "WHILE" not in [op.op for op in unroll.unroll(m).operators]
+    start = loop.inputs[0]  # the step counter's start: now a run-time value
+    m.tensors[start] = replace(m.tensors[start], data=None)
+    assert unroll.trips(m, loop) is None and "WHILE" in [op.op for op in unroll.unroll(m).operators]
+
+
+def test_while_loop_over_the_trip_limit_stays_refused(monkeypatch):
+    from armnn_import_frontends.tflite import unroll
+    monkeypatch.setattr(unroll, "MAX_TRIPS", 4)
+    m = _while_model()
+    assert "WHILE" in [op.op for op in unroll.unroll(m).operators]
 
 
 BILSTM = MODELS / "keras_bilstm_unroll_seq"

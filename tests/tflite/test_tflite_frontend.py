@@ -862,9 +862,9 @@ CORPUS_REFUSED = {"ops/exp.int8.tflite": "EXP", "ops/exp.uint8io.tflite": "EXP",
                   "models/embedding_keras.float32.tflite": "GATHER", "models/argmax_head.float32.tflite": "ARG_MAX",
                   "models/batch_matmul.float32.tflite": "BATCH_MATMUL", "models/cast_roundtrip.float32.tflite": "CAST",
                   "ops/arg_min.float32.tflite": "ARG_MIN", "ops/conv_3d.float32.tflite": "CONV_3D",
-                  # 16x8 mode (--dequantize only) and a Keras 3 WHILE loop: tflite/test_keras_layers.py
+                  # 16x8 mode (--dequantize only): tflite/test_keras_layers.py
                   "models/keras_conv_big.16x8.tflite": ("QUANTIZE", "CONV_2D", "CONV_2D", "DEQUANTIZE"),
-                  "models/keras_gru_seq.float32.tflite": "WHILE", "models/keras_tf_argmax.float32.tflite": "ARG_MAX",
+                  "models/keras_tf_argmax.float32.tflite": "ARG_MAX",
                   "models/keras_bilstm_unroll_seq.int8.tflite": ("DEQUANTIZE", "QUANTIZE", "QUANTIZE", "QUANTIZE")}
 # Operators of the 23.08 format only: refused by the default target (tests/test_targets.py runs
 # them with --target 23.08 on Arm NN 23.08).

@@ -5,10 +5,12 @@ from armnn_import.registry import OpRegistry
 REGISTRY = OpRegistry("tflite")
 
 # Operators refused with a specific reason (anything else unregistered is refused as unsupported-op).
-# (Keras 3's LSTM, GRU and SimpleRNN convert to a WHILE loop; unroll=True gives plain operators)
-REGISTRY.refuse("WHILE", reason="control flow (a WHILE loop over subgraphs) has no Arm NN equivalent",
-                hint="a Keras recurrent layer (LSTM, GRU, SimpleRNN) becomes a WHILE loop: build it with "
-                     "unroll=True and a fixed sequence length")
+# (Keras 3's LSTM, GRU and SimpleRNN convert to a WHILE loop: one whose trip count is fixed at
+# conversion time is unrolled before this, frontends/tflite/unroll.py)
+REGISTRY.refuse("WHILE", reason="a WHILE loop whose trip count is not fixed at conversion time (its condition "
+                "reads a run-time value, or over 4096 steps) has no Arm NN equivalent",
+                hint="a Keras recurrent layer (LSTM, GRU, SimpleRNN) becomes a WHILE loop: give it a fixed "
+                     "sequence length, or build it with unroll=True")
 REGISTRY.refuse("IF", reason="control flow (IF over subgraphs) has no Arm NN equivalent")
 REGISTRY.refuse("CALL_ONCE",
                 reason="calls another subgraph (resource initialisation); only the main subgraph is converted")

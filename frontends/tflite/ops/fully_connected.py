@@ -22,7 +22,8 @@ def _check_fc(op, ctx):
 
 
 @REGISTRY.register("FULLY_CONNECTED", since=1, until=13, inputs=2, check=_check_fc,
-                   layers=("FullyConnected", "Reshape", "Merger", "Activation", "Convolution2d"),
+                   layers=("FullyConnected", "Reshape", "Merger", "Activation", "Convolution2d",
+                           "Constant"),  # (an unrolled loop's constant start state: unroll.py)
                    notes="keep_num_dims; optional bias; per-channel int8 weights exact as one FullyConnected "
                          "per run of channels sharing a scale (up to 64)")
 def fully_connected(ctx, op):

@@ -137,7 +137,8 @@ def _concat(ctx, op, ports_or_consts, axis, name, q):
     return ctx.b.concat(ports, axis, name, quant=q)
 
 
-@REGISTRY.register("CONCATENATION", since=1, until=4, foldable=True, types="all", layers=("Merger", "Concat"),
+@REGISTRY.register("CONCATENATION", since=1, until=4, foldable=True, types="all",
+                   layers=("Merger", "Concat", "Constant", "FullyConnected", "Reshape", "StridedSlice"),
                    notes="Concat from the 20.08 format on")
 def concatenation(ctx, op):
     ins = list(op.inputs)
@@ -235,6 +236,8 @@ def _apply_index(ctx, op, index):
     x = ctx.port(xi)
     shape = x.info.shape
     out_shape = _index_shape(shape, index)  # raises IndexError on a bad index
+    if 0 in out_shape:  # no element (an unrolled loop's last write): a constant that holds nothing
+        return np.zeros(out_shape, np.float32)
     # expand the Ellipsis, drop new axes: one int or slice per input dimension
     items = [it for it in index if it is not None]
     if any(it is Ellipsis for it in items):
