@@ -39,7 +39,11 @@ REFS = [
      "tf.argmax(x, axis=-1) with its default int64 indices: Signed32 from --target 20.08 on"),
     ("conv_big", "16x8", ["CONV_2D"],
      "Keras Conv2D(16, 3) x 2 in the converter's 16x8 mode (int16 activations, int8 weights, int64 "
-     "biases, float I/O): refused at every target, a float32 network with --dequantize"),
+     "biases, float I/O): refused by the 19.02 format; from --target 20.08 on, float layers on the int16 grid"),
+    ("gru_unroll_last", "16x8", ["FULLY_CONNECTED", "LOGISTIC", "TANH"],
+     "Keras 3 GRU(6, unroll=True) in the 16x8 mode: the recurrent FULLY_CONNECTEDs share one int64 bias "
+     "whose recorded scale fits the first step's input only (LiteRT adds the raw values); int16 "
+     "LOGISTIC/TANH are LiteRT lookup tables"),
     ("bilstm_unroll_seq", "float32", ["REVERSE_V2"],
      "Keras 3 Bidirectional(LSTM(5, return_sequences=True, unroll=True)): the backward sequence "
      "reversed by REVERSE_V2 (a constant-index selection before the 23.08 format)"),

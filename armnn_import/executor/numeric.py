@@ -32,7 +32,7 @@ def decode(data: np.ndarray, info: TensorInfo) -> np.ndarray:
         shape = [1] * data.ndim
         shape[info.quant_dim] = len(info.scales)
         return data.astype(F32) * np.asarray(info.scales, F32).reshape(shape)
-    if dt in (DataType.QuantisedAsymm8, DataType.QAsymmS8, DataType.QSymmS8):
+    if dt in (DataType.QuantisedAsymm8, DataType.QAsymmS8, DataType.QSymmS8, DataType.QSymmS16):
         # Dequantize: float(value - offset) * scale, all in float32.
         return (data.astype(np.int64) - info.offset).astype(F32) * F32(info.scale)
     if dt == DataType.Signed32:
@@ -53,6 +53,8 @@ def encode(values: np.ndarray, info: TensorInfo) -> np.ndarray:
         return quantize(values, info.scale, info.offset)
     if dt in (DataType.QAsymmS8, DataType.QSymmS8):
         return quantize(values, info.scale, info.offset, -128, 127).astype(np.int8)
+    if dt == DataType.QSymmS16:  # (QSymm16Encoder: armnn::Quantize<int16_t>)
+        return quantize(values, info.scale, info.offset, -32768, 32767)
     if dt == DataType.Float16:
         return to_half(values)
     if dt == DataType.Signed32:
@@ -63,7 +65,8 @@ def encode(values: np.ndarray, info: TensorInfo) -> np.ndarray:
 
 
 def quantize(values: np.ndarray, scale: float, offset: int, lo: int = 0, hi: int = 255) -> np.ndarray:
-    """armnn::Quantize<uint8_t>: clamp(round(value / scale) + offset, 0, 255) (int8: -128..127)."""
+    """armnn::Quantize<uint8_t>: clamp(round(value / scale) + offset, 0, 255) (int8: -128..127,
+    int16: -32768..32767)."""
     if np.isnan(values).any():
         # e.g. an average over an empty pooling window, or sqrt of a negative variance
         raise ExecutionError("a NaN result cannot be quantized (Arm NN 20.08 aborts on an assertion)")

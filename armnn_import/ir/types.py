@@ -17,7 +17,9 @@ class DataType(IntEnum):
     QuantisedAsymm8 = 2
     Signed32 = 3
     Boolean = 4
-    # the 20.08 format on (ENUM_SINCE): int8 with one offset, and symmetric int8 (per-axis weights)
+    # the 20.08 format on (ENUM_SINCE): symmetric int16 (TFLite's 16x8 mode), int8 with one
+    # offset, and symmetric int8 (per-axis weights)
+    QSymmS16 = 7
     QAsymmS8 = 8
     QSymmS8 = 9
 
@@ -27,7 +29,7 @@ class DataType(IntEnum):
 
     @property
     def is_quantized(self) -> bool:
-        return self in (DataType.QuantisedAsymm8, DataType.QAsymmS8, DataType.QSymmS8)
+        return self in (DataType.QuantisedAsymm8, DataType.QAsymmS8, DataType.QSymmS8, DataType.QSymmS16)
 
     @classmethod
     def from_numpy(cls, dtype) -> "DataType":
@@ -52,6 +54,7 @@ _NP_DTYPES = {
     DataType.Boolean: np.dtype(np.bool_),
     DataType.QAsymmS8: np.dtype(np.int8),
     DataType.QSymmS8: np.dtype(np.int8),
+    DataType.QSymmS16: np.dtype(np.int16),
 }
 
 
@@ -169,62 +172,16 @@ class LayerType(IntEnum):
     Splitter = 32
 
 
-class ArgMinMaxFunction(IntEnum):
-    Min = 0
-    Max = 1
-
-
-class ResizeMethod(IntEnum):
-    NearestNeighbor = 0
-    Bilinear = 1
-
-
-class PaddingMode(IntEnum):  # the 23.08 format (PadDescriptor.paddingMode)
-    Constant = 0
-    Reflect = 1
-    Symmetric = 2
-
-
-class ComparisonOperation(IntEnum):
-    Equal = 0
-    Greater = 1
-    GreaterOrEqual = 2
-    Less = 3
-    LessOrEqual = 4
-    NotEqual = 5
-
-
-class UnaryOperation(IntEnum):
-    Abs = 0
-    Rsqrt = 1
-    Sqrt = 2
-    Exp = 3
-    Neg = 4
-    LogicalNot = 5  # the 23.08 format on (ENUM_SINCE)
-    Log = 6
-    Sin = 7
-    Ceil = 8
-
-
-class ReduceOperation(IntEnum):
-    """The 23.08 format's ReduceOperation (the whole enum is as new as the Reduce layer)."""
-    Sum = 0
-    Max = 1
-    Mean = 2
-    Min = 3
-    Prod = 4
-
-
-class LogicalBinaryOperation(IntEnum):
-    LogicalAnd = 0
-    LogicalOr = 1
+from .enums_release import (  # noqa: F401 (re-exported: the IR's enums are all in types)
+    ArgMinMaxFunction, ResizeMethod, PaddingMode, ComparisonOperation, UnaryOperation, ReduceOperation, LogicalBinaryOperation)
 
 
 # Enum values that a later format added to an enum of an earlier one, by (enum, value):
 # IntEnum members of different enums with the same value are equal as dict keys.
 ENUM_SINCE = {(UnaryOperation, int(v)): "23.08" for v in (UnaryOperation.LogicalNot, UnaryOperation.Log,
                                                          UnaryOperation.Sin, UnaryOperation.Ceil)}
-ENUM_SINCE.update({(DataType, int(v)): "20.08" for v in (DataType.QAsymmS8, DataType.QSymmS8)})
+ENUM_SINCE.update({(DataType, int(v)): "20.08" for v in (DataType.QAsymmS8, DataType.QSymmS8,
+                                                              DataType.QSymmS16)})
 ENUM_SINCE.update({(DataLayout, int(v)): "23.08" for v in (DataLayout.NDHWC, DataLayout.NCDHW)})
 ENUM_SINCE[(ActivationFunction, int(ActivationFunction.HardSwish))] = "20.08"
 
@@ -247,6 +204,7 @@ DEFAULT_STORAGE = {
     DataType.Boolean: ConstTensorData.ByteData,
     DataType.QAsymmS8: ConstTensorData.ByteData,
     DataType.QSymmS8: ConstTensorData.ByteData,
+    DataType.QSymmS16: ConstTensorData.ShortData,
 }
 
 

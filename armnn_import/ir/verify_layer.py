@@ -268,7 +268,8 @@ def _check_quant(info: TensorInfo, what: str) -> list[str]:
         return _check_per_axis(info, what)
     if not (math.isfinite(info.scale) and info.scale > 0):
         problems.append(f"{what} is {info.dtype.name} with scale {info.scale}; it must be finite and > 0")
-    lo, hi = {DataType.QAsymmS8: (-128, 127), DataType.QSymmS8: (0, 0)}.get(info.dtype, (0, 255))
+    lo, hi = {DataType.QAsymmS8: (-128, 127), DataType.QSymmS8: (0, 0), DataType.QSymmS16: (0, 0)}.get(
+        info.dtype, (0, 255))
     if not lo <= info.offset <= hi:
         problems.append(f"{what} is {info.dtype.name} with offset {info.offset}; it must be in {lo}..{hi}")
     return problems

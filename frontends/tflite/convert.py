@@ -15,6 +15,7 @@ from armnn_import.ir.graph import Graph, Port
 from armnn_import.ir.types import DataType
 from armnn_import.lowering import NetBuilder, Unsupported
 
+from . import grid16 as G
 from . import quant as Q
 from .edges import Edges, fix_inputs
 from .unroll import unroll
@@ -62,6 +63,10 @@ class Ctx(Prescan, Edges):
         self.b = self.nb = NetBuilder(Graph(options.target), report)
         self.g = self.nb.g
         self.dequantize = bool(options.dequantize)
+        # 16x8 mode from the 20.08 format on (grid16.py): int16 tensors as float32 on their grid
+        self.grid16 = not self.dequantize and self.g.target.has(DataType.QSymmS16)
+        self.on_grid: dict[int, float] = {}       # int16 tensor -> the scale of the grid it is on
+        self.mode16 = self.grid16 and any(t.type == INT16 and t.quant is not None for t in model.tensors)
         self.ports: dict[int, Port] = {}
         self.folded: dict[int, np.ndarray] = {}   # constants computed from constants
         self.producer: dict[int, int] = {}
@@ -144,8 +149,8 @@ class Ctx(Prescan, Edges):
         if t.type == FLOAT32:
             return _F32
         if t.type in (UINT8, INT8) or (t.type == INT16 and t.quant is not None):
-            # (16-bit: the converter's 16x8 mode, which only --dequantize takes)
-            if self.dequantize and t.quant is not None:
+            # (16-bit: the converter's 16x8 mode: --dequantize, or grid16.py)
+            if (self.dequantize and t.quant is not None) or (t.type == INT16 and self.grid16 and G.fits(t)):
                 return _F32
             return _QA8 if self.is_quant(i) else None
         if t.type == INT64 and i in self.producer and self.m.operators[self.producer[i]].op in ("ARG_MAX", "ARG_MIN"):
@@ -247,6 +252,8 @@ class Ctx(Prescan, Edges):
                 raise ConversionError(f"{op.op} (node {self.node(op)!r}): Arm NN output shape "
                                       f"{port.info.shape} differs from TFLite's {t.shape}")
             port = self.nb.reshape(port, expected, f"{self.name(op, k)}_shape")
+        if t.type == INT16 and self.grid16:
+            port = G.round_to_grid(self, op, k, port)
         return port
 
     def fused(self, port: Port, code: int, name: str, quant=None) -> Port:

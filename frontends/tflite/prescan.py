@@ -76,10 +76,13 @@ class Prescan:
             return f"8-bit tensor {t.name!r} has no quantization parameters"
         if t.type in (UINT8, INT8) and not t.quant.per_tensor:
             return f"tensor {t.name!r} is quantized per channel; Arm NN tensors have one scale"
-        if t.type == INT16:
-            # (the 20.08 and 23.08 formats have QSymmS16, but no 16x8 lowering is written for them)
-            return (f"16-bit quantized tensor {t.name!r} (the TFLite converter's 16x8 mode): "
-                    "armnn-import writes 8-bit quantized networks only")
+        if t.type == INT16 and t.quant is not None and self.g.target.has(DataType.QSymmS16):
+            what = "per-channel scales" if not t.quant.per_tensor else "a zero point other than 0"
+            return (f"16-bit quantized tensor {t.name!r} has {what}; the 16x8 mode's int16 tensors are "
+                    "QSymmS16 (one scale, zero point 0)")
+        if t.type == INT16 and t.quant is not None:
+            return (f"16-bit quantized tensor {t.name!r} (the TFLite converter's 16x8 mode) needs QSymmS16, "
+                    f"which the Arm NN {self.g.target.release} format lacks (--target 20.08 or later)")
         if t.type == FLOAT16:
             return f"float16 activations ({t.name!r}) would need Float16 and Float32 in one network"
         return f"tensor {t.name!r} has type {t.type_name}, which Arm NN's format cannot hold"

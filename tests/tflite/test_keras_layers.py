@@ -1,9 +1,10 @@
 """Keras models as the TFLite converter writes them (scripts/gen_keras_layer_models.py; the whole
 sweep is docs/keras-sweep.md), through the CLI, against LiteRT's stored outputs.
 
-- 16x8 mode (int16 activations, int8 weights, int64 biases): refused at every target with the
-  --dequantize hint; with --dequantize, a float32 network that matches LiteRT's int16 kernels
-  to a few output steps on every runtime that reads the file.
+- 16x8 mode (int16 activations, int8 weights, int64 biases): from --target 20.08 on, float I/O and
+  int16 tensors rounded to their grid (frontends/tflite/grid16.py), within one output step of
+  LiteRT's int16 kernels; refused by the 19.02 format (no QSymmS16), with the --dequantize hint;
+  with --dequantize, a float32 network within a few steps on every runtime that reads the file.
 - Keras 3 recurrent layers: a WHILE loop of fixed trip count, unrolled (frontends/tflite/unroll.py); unrolled
   Bidirectional LSTMs reverse the backward sequence with REVERSE_V2 (every target)."""
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tfl_builder import run_litert  # noqa: E402
 
 MODELS = Path(__file__).resolve().parents[2] / "test_models" / "tflite" / "models"
 CONV_16X8 = MODELS / "keras_conv_big.16x8"
+GRU_16X8 = MODELS / "keras_gru_unroll_last.16x8"
 GRU_WHILE = MODELS / "keras_gru_seq.float32"
 READS = [("19.02", "20.08"), ("19.02", "23.08"), ("20.08", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")]
 
@@ -32,11 +34,70 @@ def _refused(path, target, capsys, *args):
     return [ln for ln in err.splitlines() if ln.startswith("armnn-import: error:")]
 
 
-@pytest.mark.parametrize("target", ["19.02", "20.08", "23.08"])
-def test_16x8_model_is_refused_with_the_dequantize_hint(target, capsys):
-    lines = _refused(f"{CONV_16X8}.tflite", target, capsys)
-    assert lines and all("16-bit quantized tensor" in ln and "16x8 mode" in ln and
+def test_16x8_model_is_refused_by_the_19_02_format(capsys):
+    lines = _refused(f"{CONV_16X8}.tflite", "19.02", capsys)
+    assert lines and all("16-bit quantized tensor" in ln and "16x8 mode" in ln and "needs QSymmS16" in ln and
+                         "--target 20.08 or later" in ln and
                          "hint: --dequantize converts the model to a float32 network" in ln for ln in lines)
+
+
+def _grid16_inputs():
+    ref = np.load(f"{CONV_16X8}.npz")
+    rng = np.random.default_rng(3)
+    return [ref["input_0"]] + [a * rng.standard_normal(ref["input_0"].shape).astype(np.float32) for a in (1, 3)]
+
+
+@pytest.mark.parametrize("target, release", [r for r in READS if r[0] != "19.02"])
+def test_16x8_model_on_its_int16_grid_on_the_runtime(target, release, armnn_runner_for, tmp_path):
+    """From the 20.08 format on (frontends/tflite/grid16.py): float I/O, each int16 result rounded
+    to its grid by Quantize (QSymmS16) + Dequantize, TFLite's 16-bit output multipliers folded
+    into the float weights. Measured: equal to LiteRT's int16 kernels on 575 of 576 outputs and
+    within one step on all (before the multipliers were folded in: up to 2 steps, 27% apart)."""
+    from armnn_import.executor.run import run as execute
+    from armnn_import.serialize.reader import read
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{CONV_16X8}.tflite", "-o", str(out), "-q", "--target", target]) == 0
+    g = read(out.read_bytes())
+    kinds = [layer.type.name for layer in g.layers]
+    assert kinds.count("Quantize") == kinds.count("Dequantize") == 3 and len(kinds) <= 11  # (the anchor's: 11)
+    buf = Path(f"{CONV_16X8}.tflite").read_bytes()
+    step = float(np.float32(9.824623e-05))  # the output's int16 scale
+    for x in _grid16_inputs():
+        (want,) = run_litert(buf, [x])
+        got, = armnn_runner_for(release)(str(out), [x])
+        got = got.reshape(want.shape)
+        assert got.dtype == np.float32
+        levels = got / step
+        np.testing.assert_allclose(levels, np.round(levels), atol=0.01)  # on the int16 grid
+        apart = np.abs(got - want) / step
+        assert apart.max() < 1.01 and (apart > 0.5).mean() < 0.01, (apart.max(), (apart > 0.5).sum())
+        mine, = execute(g, [x])  # the numpy executor agrees with the runtime
+        np.testing.assert_allclose(mine.reshape(want.shape), got, rtol=0, atol=1.01 * step)
+
+
+GRID16_READS = [r for r in READS if r[0] != "19.02"]
+
+
+@pytest.mark.parametrize("target, release", GRID16_READS)
+def test_16x8_gru_with_a_shared_bias_on_the_runtime(target, release, armnn_runner_for, tmp_path, capsys):
+    """The unrolled GRU's recurrent FULLY_CONNECTEDs share one int64 bias whose recorded scale is
+    the first step's s_in * s_w; LiteRT adds its raw values in each step's own accumulator scale
+    (weights.bias_values). Read by the recorded scale, the output was 1,933 int16 steps off.
+    What is left is LiteRT's int16 LOGISTIC/TANH lookup tables (1 and 2 steps from the exact
+    functions), grown through the recurrence: measured 3 steps, and the CLI says so."""
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{GRU_16X8}.tflite", "-o", str(out), "--target", target]) == 0
+    err = capsys.readouterr().err
+    assert "int16 LOGISTIC kernel uses a lookup table" in err and "int16 TANH kernel" in err
+    ref = np.load(f"{GRU_16X8}.npz")  # LiteRT's outputs (reference kernels)
+    rng = np.random.default_rng(3)
+    x2 = rng.standard_normal(ref["input_0"].shape).astype(np.float32)
+    (want2,) = run_litert(Path(f"{GRU_16X8}.tflite").read_bytes(), [x2])
+    step = float(np.float32(1.975431e-05))  # the output's int16 scale
+    for x, want in ((ref["input_0"], ref["output_0"]), (x2, want2)):
+        got, = armnn_runner_for(release)(str(out), [x])
+        apart = np.abs(got.reshape(want.shape) - want) / step
+        assert apart.max() <= 4.01, apart.max()
 
 
 @pytest.mark.parametrize("target, release", READS)

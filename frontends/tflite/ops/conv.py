@@ -14,7 +14,7 @@ from armnn_import.lowering.quant import PER_CHANNEL_EXACT, quant_conv2d, quant_c
 from .. import quant as Q
 from . import REGISTRY
 from .weights import const_weights as _const_weights
-from .weights import float_weights, per_axis_weights, per_channel_weights, quant_weights
+from .weights import bias_values, float_kernel, per_axis_weights, per_channel_weights, quant_weights
 
 NHWC = DataLayout.NHWC
 SAME, VALID = 0, 1
@@ -75,13 +75,13 @@ def conv_common(ctx, op, x, wi, bi, to_oihw, w_axis, *, strides, pads, dilations
     before the fused activation."""
     name = name or ctx.name(op)
     nb, q = ctx.b, ctx.out_quant(op)
-    bias = ctx.const(bi) if bi >= 0 else None
+    bias = bias_values(ctx, op, wi, bi)
     cout = ctx.shape(wi)[0] if op.op != "DEPTHWISE_CONV_2D" else ctx.shape(wi)[3]
     if bias is not None and bias.size != cout:
         raise Unsupported(f"bias of {bias.size} values for {cout} output channels")
     if q is None:
-        w = to_oihw(float_weights(ctx, wi, name))
-        return nb.conv2d(x, w, bias, name, strides=strides, pads=pads, dilations=dilations,
+        w, bias = float_kernel(ctx, op, wi, bi, name, w_axis)
+        return nb.conv2d(x, to_oihw(w), bias, name, strides=strides, pads=pads, dilations=dilations,
                          groups=groups, layout=NHWC)
     if nb.g.target.at_least("20.08"):
         y = _per_axis_conv(ctx, op, x, wi, bi, to_oihw, w_axis, q, name, strides=strides, pads=pads,
@@ -207,20 +207,20 @@ def _transpose_conv_layer(ctx, op, x, wi, bi, strides, cut):
     if q is not None:  # per-channel int8 weights (axis 0, OHWI) kept exact: QSymmS8 per axis
         found = x.info.dtype.is_quantized and per_axis_weights(ctx, wi, bi, 0, x.info.scale)
         if not found:
-            return _per_tensor_layer(ctx, x, wi, bi, name, strides, pads, q)
+            return _per_tensor_layer(ctx, op, x, wi, bi, name, strides, pads, q)
         w, scales, b = found
         return nb.transpose_conv2d(x, perchannel.weights(w, scales), b, name, strides=strides, pads=pads,
                                    layout=NHWC, quant=q)
     if x.info.dtype != DataType.Float32:
         return None
-    bias = ctx.const(bi).astype(np.float32).reshape(-1) if bi >= 0 else None
+    w, bias = float_kernel(ctx, op, wi, bi, name, 0)
     if bias is not None and bias.size != oc:
         raise Unsupported(f"bias of {bias.size} values for {oc} output channels")
-    return nb.transpose_conv2d(x, float_weights(ctx, wi, name), bias, name, strides=strides, pads=pads,
-                               layout=NHWC)
+    return nb.transpose_conv2d(x, w, None if bias is None else bias.astype(np.float32), name, strides=strides,
+                               pads=pads, layout=NHWC)
 
 
-def _per_tensor_layer(ctx, x, wi, bi, name, strides, pads, q):
+def _per_tensor_layer(ctx, op, x, wi, bi, name, strides, pads, q):
     """The layer on per-tensor 8-bit weights as stored (uint8; symmetric int8 + 128), or None: CpuRef decodes
     input, weights and the Signed32 bias to float, sums in float and rounds once (within 1 level
     of LiteRT's integer kernel)."""
@@ -229,7 +229,7 @@ def _per_tensor_layer(ctx, x, wi, bi, name, strides, pads, q):
             and t.quant.per_tensor and (t.type == Q.UINT8 or (t.type == Q.INT8 and not t.quant.zero_point[0]))):
         return None  # (int8 weights off zero: TFLite's int8 kernels take them as symmetric; kept decomposed)
     w, scale, offset = quant_weights(ctx, wi, 0, name)
-    bias = Q.finite(ctx.const(bi), "bias").astype(np.float64).reshape(-1) if bi >= 0 else None
+    bias = Q.finite(bias_values(ctx, op, wi, bi), "bias").astype(np.float64).reshape(-1) if bi >= 0 else None
     if bias is not None and bias.size != w.shape[0]:
         raise Unsupported(f"bias of {bias.size} values for {w.shape[0]} output channels")
     return ctx.b.transpose_conv2d(x, w, bias, name, strides=strides, pads=pads, layout=NHWC, quant=q,

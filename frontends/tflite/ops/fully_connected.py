@@ -12,7 +12,7 @@ from armnn_import.lowering.quant import PER_CHANNEL_EXACT, channel_runs
 from .. import quant as Q
 from . import REGISTRY
 from .weights import const_weights as _const_weights
-from .weights import float_weights, per_axis_weights, per_channel_weights, quant_weights
+from .weights import bias_values, float_kernel, per_axis_weights, per_channel_weights, quant_weights
 
 
 def _check_fc(op, ctx):
@@ -42,19 +42,19 @@ def fully_connected(ctx, op):
     x2 = nb.reshape(x, (rows, in_c), f"{name}_flatten")
     q = ctx.out_quant(op)
     if q is None:
-        bias = ctx.const(bi) if bi >= 0 else None
-        y = nb.fully_connected(x2, float_weights(ctx, wi, name), bias, name)
+        w, bias = float_kernel(ctx, op, wi, bi, name, 0)
+        y = nb.fully_connected(x2, w, bias, name)
     elif nb.g.target.at_least("20.08") and (pa := per_axis_weights(ctx, wi, bi, 0, x.info.scale)) is not None \
             and (y := perchannel.fully_connected(nb, x2, pa[0], pa[1], pa[2], q, name)) is not None:
         pass  # per-channel int8 weights kept exact where the target's CpuRef runs them
     else:
-        y = _quant_fc(ctx, x2, wi, bi, name, q)
+        y = _quant_fc(ctx, op, x2, wi, bi, name, q)
     shape = x.info.shape[:-1] + (out_c,) if o.get("keep_num_dims") else (rows, out_c)
     y = nb.reshape(y, shape, f"{name}_shape")
     return ctx.fused(y, o["fused_activation_function"], name, q)
 
 
-def _quant_fc(ctx, x2, wi, bi, name, q):
+def _quant_fc(ctx, op, x2, wi, bi, name, q):
     """A quantized FULLY_CONNECTED: per-channel int8 weights exact as one FullyConnected per run
     of output channels sharing a scale (joined by a Merger), else per-tensor weights."""
     nb = ctx.b
@@ -66,7 +66,7 @@ def _quant_fc(ctx, x2, wi, bi, name, q):
     else:
         wq, _, wz = exact
         ctx.report.quantization.append({"layer": name, "tensor": ctx.t(wi).name, "decision": PER_CHANNEL_EXACT})
-    bias = None if bi < 0 else Q.finite(ctx.const(bi), f"bias {ctx.t(bi).name!r}").reshape(-1)
+    bias = None if bi < 0 else Q.finite(bias_values(ctx, op, wi, bi), f"bias {ctx.t(bi).name!r}").reshape(-1)
     parts = []
     for a, b, s in runs:
         w = ConstTensor(wq[a:b], TensorInfo(wq[a:b].shape, DataType.QuantisedAsymm8, s, wz))

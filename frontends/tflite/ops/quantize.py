@@ -27,7 +27,7 @@ def _check_dequantize(op, ctx):
     i = op.inputs[0]
     if ctx.is_const(i):
         return None
-    if ctx.dequantize:
+    if ctx.dequantize or ctx.t(i).type == T.INT16:  # (16x8 mode: the identity of ../grid16.py)
         return _same_type(op, ctx)
     if ctx.b.g.target.has(LayerType.Quantize):
         return None if ctx.is_quant(i) and ctx.dtype_of(op.outputs[0]) == DataType.Float32 else \
@@ -55,7 +55,7 @@ def _check_quantize(op, ctx):
     i = op.inputs[0]
     if ctx.is_const(i):
         return None
-    if ctx.dequantize:
+    if ctx.dequantize or ctx.t(op.outputs[0]).type == T.INT16:  # (16x8 mode: ../grid16.py rounds)
         return _same_type(op, ctx)
     if ctx.is_quant(i):
         o = op.outputs[0]
