@@ -44,6 +44,11 @@ REFS = [
      "Keras 3 GRU(6, unroll=True) in the 16x8 mode: the recurrent FULLY_CONNECTEDs share one int64 bias "
      "whose recorded scale fits the first step's input only (LiteRT adds the raw values); int16 "
      "LOGISTIC/TANH are LiteRT lookup tables"),
+    ("embedding", "float32", ["SELECT_V2", "GATHER"],
+     "Keras 3 Embedding(30, 8) + GlobalAveragePooling1D + Dense(4): its negative ids wrap by "
+     "SELECT_V2(LESS(ids, 0), ADD(ids, 30), ids) before the GATHER; ids in [-30, 30)"),
+    ("embedding", "int8floatio", ["SELECT_V2", "GATHER"],
+     "the same, int8 inside with float output (int32 ids)"),
     ("bilstm_unroll_seq", "float32", ["REVERSE_V2"],
      "Keras 3 Bidirectional(LSTM(5, return_sequences=True, unroll=True)): the backward sequence "
      "reversed by REVERSE_V2 (a constant-index selection before the 23.08 format)"),
@@ -62,13 +67,13 @@ def _info(d) -> dict:
             "quantization": quant}
 
 
-def _reference(buf: bytes, key: str):
+def _reference(buf: bytes, key: str, vocab=None):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
     it = Interpreter(model_content=buf, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     it.allocate_tensors()
     it.reset_all_variables()
     rng = np.random.default_rng(seed_of(key, "inputs"))
-    inputs = [_sample(rng, d) for d in it.get_input_details()]
+    inputs = [_sample(rng, d, vocab) for d in it.get_input_details()]
     for d, x in zip(it.get_input_details(), inputs):
         it.set_tensor(d["index"], x)
     it.invoke()
@@ -77,8 +82,11 @@ def _reference(buf: bytes, key: str):
     return it, inputs, outs, ops
 
 
-def _sample(rng, d):
-    """N(0, 1), quantized with the input's own scale and zero point for an int8 input."""
+def _sample(rng, d, vocab=None):
+    """N(0, 1), quantized with the input's own scale and zero point for an int8 input; token ids
+    in [-vocab, vocab) for an int32 input (negative ones count from the end, as Keras 3 takes them)."""
+    if d["dtype"] == np.int32:
+        return rng.integers(-vocab, vocab, d["shape"]).astype(np.int32)
     x = rng.standard_normal(d["shape"]).astype(np.float32)
     if d["dtype"] == np.float32:
         return x
@@ -104,7 +112,7 @@ def main() -> None:
         model, shapes, vocab = build(tf, keras, name)
         buf = convert(tf, model, name, shapes, vocab, mode)
         stem = f"models/keras_{name}.{mode}"
-        it, inputs, outs, ops = _reference(buf, stem)
+        it, inputs, outs, ops = _reference(buf, stem, vocab)
         assert set(tests) <= set(ops), (name, ops)
         (out_dir / f"{stem}.tflite").write_bytes(buf)
         save_npz(out_dir / f"{stem}.npz", {f"input_{i}": a for i, a in enumerate(inputs)} |

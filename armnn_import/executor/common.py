@@ -2,6 +2,8 @@
 and the C++ forms of max, min and a sequential sum."""
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 
 from ..errors import ExecutionError
@@ -9,6 +11,9 @@ from ..ir.types import DataLayout
 from .numeric import F32, decode
 
 LAYER_FUNCTIONS = {}
+# Whether a Gather wraps a negative index, as Arm NN 23.08's CpuRef does (20.08's fails): set by
+# run_all from the graph's format, as a 23.08 file is only read by 23.08 and later
+GATHER_WRAPS = contextvars.ContextVar("gather_wraps", default=False)
 
 
 def layer_fn(*types):

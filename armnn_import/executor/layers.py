@@ -17,7 +17,7 @@ from ..ir.kinds import BINARY_LAYERS
 from ..ir.geometry import strided_slice_range
 from ..ir.types import (ActivationFunction, DataLayout, DataType, LayerType, TensorInfo,
                         NormalizationAlgorithmChannel, NormalizationAlgorithmMethod)
-from .common import const_of, cpp_max, cpp_min, input_nchw, layer_fn, seq_sum, to_nchw, from_nchw
+from .common import GATHER_WRAPS, const_of, cpp_max, cpp_min, input_nchw, layer_fn, seq_sum, to_nchw, from_nchw
 from .numeric import F32, decode, encode
 
 # -- sources and copies ------------------------------------------------------------
@@ -64,10 +64,12 @@ def strided_slice(layer, ins, infos):
 def gather(layer, ins, infos):
     # Gather.cpp: 20.08 takes axis 0, fails on a negative index (numeric_cast) and does not check
     # one past the end (reads out of bounds); 23.08 takes any axis, wraps negative indices and
-    # throws past the end: both refused here
+    # throws past the end: refused here, but for 23.08's wrap in a 23.08 file (GATHER_WRAPS)
     params, indices = ins
     axis = (layer.desc.axis if layer.desc is not None else 0) % params.ndim
     idx = indices.astype(np.int64)
+    if GATHER_WRAPS.get():
+        idx = np.where((idx < 0) & (idx >= -params.shape[axis]), idx + params.shape[axis], idx)
     if idx.size and (idx.min() < 0 or idx.max() >= params.shape[axis]):
         raise ExecutionError(f"{layer.name}: Gather index out of range [0, {params.shape[axis]}): "
                              f"{int(idx.min()) if idx.min() < 0 else int(idx.max())} (Arm NN 20.08 reads out of "

@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import ExecutionError
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import LayerType, TensorInfo
-from .common import LAYER_FUNCTIONS
+from .common import GATHER_WRAPS, LAYER_FUNCTIONS
 
 
 def evaluate(layer: Layer, input_arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -33,6 +33,14 @@ def evaluate(layer: Layer, input_arrays: Sequence[np.ndarray]) -> list[np.ndarra
 def run_all(graph: Graph, inputs) -> dict[Port, np.ndarray]:
     """Every output slot's value, keyed by Port (inputs: list in Input binding-id
     order, or dict by Input layer name)."""
+    token = GATHER_WRAPS.set(graph.target.at_least("23.08"))
+    try:
+        return _run_all(graph, inputs)
+    finally:
+        GATHER_WRAPS.reset(token)
+
+
+def _run_all(graph: Graph, inputs) -> dict[Port, np.ndarray]:
     values: dict[Port, np.ndarray] = {}
     for layer, arr in zip(graph.input_layers, _input_list(graph, inputs)):
         values[layer.out()] = arr

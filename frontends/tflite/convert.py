@@ -79,6 +79,7 @@ class Ctx(Prescan, Edges):
                 self.producer.setdefault(i, op.index)
         self.static = self._static()              # tensors that will be constants
         self.skip: set[int] = set()               # ops absorbed at the model's edges
+        self.wraps: dict[int, tuple[int, int]] = {}  # wrapped ids -> (ids, n): wrap.py
         self.input_alias: dict[int, list[int]] = {}  # float input -> QUANTIZE outputs it stands for
         self.out_source: dict[int, int] = {}      # model output -> quantized tensor behind its DEQUANTIZE
         self.shared: dict = {}                    # (tensor, shape) -> the Constant layer its readers share

@@ -12,6 +12,7 @@ from armnn_import.registry import Refusal
 
 from .model import Tensor
 from .types import FLOAT16, INT8, INT16, UINT8
+from .wrap import find_wraps
 
 # Integer options and their valid ranges (None: unbounded). A file can hold any int32 there,
 # and Arm NN's descriptor fields are unsigned; values that fit but make no sense for the
@@ -44,6 +45,7 @@ class Prescan:
     def prescan(self) -> None:
         """Find every operator the conversion would refuse, and report them all at once."""
         self._edges()
+        find_wraps(self)  # (a Keras 3 Embedding's negative ids: wrap.py)
         problems = []
         if self.m.num_subgraphs > 1:
             self.report.warn(f"the model has {self.m.num_subgraphs} subgraphs; only the main one "

@@ -113,6 +113,60 @@ def test_16x8_model_with_dequantize_on_the_runtime(target, release, armnn_runner
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=4 * step)
 
 
+@pytest.mark.parametrize("target, release", GRID16_READS)
+@pytest.mark.parametrize("mode", ["float32", "int8floatio"])
+def test_keras3_embedding_negative_ids_on_the_runtime(mode, target, release, armnn_runner_for, tmp_path):
+    """Keras 3's Embedding wraps negative ids, SELECT_V2(LESS(ids, 0), ADD(ids, 30), ids), before
+    its GATHER (frontends/tflite/wrap.py): 23.08's Gather wraps them itself; at 20.08 the table is
+    gathered twice over at ids + 30. Stored ids in [-30, 30), and both ends."""
+    from armnn_import.executor.run import run as execute
+    from armnn_import.serialize.reader import read
+    stem = MODELS / f"keras_embedding.{mode}"
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{stem}.tflite", "-o", str(out), "-q", "--target", target]) == 0
+    g = read(out.read_bytes())
+    (gather,) = [layer for layer in g.layers if layer.type.name == "Gather"]
+    assert gather.inputs[0].info.shape[0] == (60 if target == "20.08" else 30)  # (the table twice over at 20.08)
+    ref = np.load(f"{stem}.npz")
+    ends = np.array([[-30, -1, 0, 29, -30, 29, -15]], np.int32)
+    (want2,) = run_litert(Path(f"{stem}.tflite").read_bytes(), [ends])
+    for x, want in ((ref["input_0"], ref["output_0"]), (ends, want2)):
+        assert (x < 0).any()
+        got, = armnn_runner_for(release)(str(out), [x])
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6)
+        mine, = execute(g, [x])  # the executor follows the file's release (23.08 wraps)
+        np.testing.assert_array_equal(mine.reshape(want.shape), got.reshape(want.shape))
+
+
+def _wrap_model(n_added: int, rows: int = 30, zero: int = 0) -> bytes:
+    """GATHER(table, SELECT_V2(LESS(ids, zero), ADD(ids, n_added), ids)), a table of `rows` rows."""
+    from tfl_builder import ModelBuilder
+    mb = ModelBuilder()
+    ids = mb.input("ids", (1, 5), np.int32)
+    less = mb.op("LESS", [ids, mb.const("zero", np.array(zero, np.int32))], out_dtype=np.bool_)
+    add = mb.op("ADD", [ids, mb.const("n", np.array(n_added, np.int32))], "AddOptions")
+    sel = mb.op("SELECT_V2", [less, add, ids], out_dtype=np.int32)
+    table = mb.const("table", np.arange(rows * 3, dtype=np.float32).reshape(rows, 3))
+    mb.output(mb.op("GATHER", [table, sel], "GatherOptions", axis=0))
+    return mb.build()
+
+
+@pytest.mark.parametrize("target", ["20.08", "23.08"])
+def test_only_the_embedding_wrap_of_select_v2_converts(target, armnn_runner_for):
+    """The idiom converts; a SELECT_V2 that is not it (n other than the table's rows, a comparison
+    with another constant) stays refused: no Arm NN format has a select layer."""
+    from armnn_import import UnsupportedModelError, convert
+    data = _wrap_model(30)
+    ids = np.array([[-30, -1, 0, 7, 29]], np.int32)
+    (want,) = run_litert(data, [ids])
+    got, = armnn_runner_for(target)(convert(data, target=target).to_bytes(), [ids])
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    for bad in (_wrap_model(29), _wrap_model(30, zero=1)):
+        with pytest.raises(UnsupportedModelError) as e:
+            convert(bad, target=target)
+        assert "SELECT_V2" in [p.op for p in e.value.problems]
+
+
 @pytest.mark.parametrize("target, release", READS)
 def test_keras3_gru_while_loop_unrolled_on_the_runtime(target, release, armnn_runner_for, tmp_path, capsys):
     """The WHILE's cond (two counters below constants) runs in numpy: 5 steps of its body."""

@@ -868,6 +868,8 @@ CORPUS_REFUSED = {"ops/exp.int8.tflite": "EXP", "ops/exp.uint8io.tflite": "EXP",
                       "ADD", "DEQUANTIZE", "FULLY_CONNECTED", "LOGISTIC", "MUL", "QUANTIZE", "RESHAPE", "SPLIT",
                       "STRIDED_SLICE", "SUB", "TANH", "UNPACK")),
                   "models/keras_tf_argmax.float32.tflite": "ARG_MAX",
+                  "models/keras_embedding.float32.tflite": "GATHER",
+                  "models/keras_embedding.int8floatio.tflite": "GATHER",
                   "models/keras_bilstm_unroll_seq.int8.tflite": ("DEQUANTIZE", "QUANTIZE", "QUANTIZE", "QUANTIZE")}
 # Operators of the 23.08 format only: refused by the default target (tests/test_targets.py runs
 # them with --target 23.08 on Arm NN 23.08).

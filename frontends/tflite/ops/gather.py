@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from armnn_import.ir.types import ConstTensor, DataType, TensorInfo
+from armnn_import.ir.types import ConstTensor, DataType, LayerType, TensorInfo
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.gather import gather_const as lowering_gather_const
 
@@ -39,7 +39,8 @@ def _check_gather(op, ctx):
 
 
 @REGISTRY.register("GATHER", since=1, until=7, inputs=2, foldable=True, check=_check_gather,
-                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant"),
+                   layers=("StridedSlice", "Merger", "FullyConnected", "Permute", "Gather", "Reshape", "Constant",
+                           "Addition", "Concat"),
                    notes="run-time indices (embedding lookups) from --target 20.08 on, in [0, dim)")
 def gather(ctx, op):
     nb, name = ctx.b, ctx.name(op)
@@ -69,7 +70,8 @@ def gather_runtime(ctx, op, axis: int):
     fails past the end."""
     nb, name = ctx.b, ctx.name(op)
     xi, ii = op.inputs[:2]
-    indices = ctx.port(ii)
+    ids, wrap = ctx.wraps.get(ii, (ii, 0))  # (ids >= -wrap: a Keras 3 Embedding, wrap.py)
+    indices = ctx.port(ids)
     if ctx.is_const(xi):
         t = ctx.t(xi)
         if ctx.is_quant(op.outputs[0]):
@@ -82,10 +84,29 @@ def gather_runtime(ctx, op, axis: int):
             table = np.asarray(t.data, np.int32)
         else:
             raise Unsupported(f"gathering from the constant {t.name!r} of type {t.type_name}")
-        params = nb.constant_layer(table, f"{name}_table")
+        params = nb.constant_layer(_twice(table, axis) if wrap and not nb.g.target.at_least("23.08") else table,
+                                   f"{name}_table")
     else:
         params = ctx.port(xi)
+        if wrap and not nb.g.target.at_least("23.08"):
+            params = nb.concat([params, params], axis % params.info.rank, f"{name}_twice")
     axis %= params.info.rank
-    ctx.report.warn(f"{name}: run-time GATHER indices must lie in [0, {params.info.shape[axis]}) "
+    if wrap and not nb.g.target.at_least("23.08"):
+        # 20.08's CpuRef fails on a negative index: ids + n into the table twice over
+        shift = nb.constant_layer(np.full((1,) * indices.info.rank, wrap, np.int32), f"{name}_n")
+        indices = nb.binary(LayerType.Addition, indices, shift, f"{name}_wrap")
+        ctx.report.decomposition("GATHER", "negative ids (Keras 3 Embedding) on Arm NN 20.08: ids + n gathered "
+                                 "from the table concatenated twice (twice its bytes)")
+    lo = -wrap if wrap else 0
+    ctx.report.warn(f"{name}: run-time GATHER indices must lie in [{lo}, {wrap or params.info.shape[axis]}) "
                     "(Arm NN 20.08 reads out of bounds past the end, 23.08 fails)")
     return nb.gather(params, indices, axis, name)
+
+
+def _twice(table, axis: int):
+    """A constant table (array or ConstTensor) concatenated with itself along axis."""
+    if isinstance(table, ConstTensor):
+        d = np.concatenate([table.data, table.data], axis)
+        i = table.info
+        return ConstTensor(d, TensorInfo(d.shape, i.dtype, i.scale, i.offset))
+    return np.concatenate([table, table], axis)
