@@ -56,6 +56,9 @@ REFS = [
      "the same in full int8: its REVERSE_V2 has another output quantization, and LiteRT copies the bytes"),
     ("gru_seq", "float32", ["WHILE"],
      "Keras 3 GRU(6, return_sequences=True): a WHILE loop, refused with the unroll=True hint"),
+    ("lstm_last", "fp16w", ["WHILE", "DEQUANTIZE"],
+     "Keras 3 LSTM(6) with float16 weights: a WHILE loop whose zero start states are DEQUANTIZEs of "
+     "float16 constants (the first unrolled step reads them as Constant layers)"),
 ]
 
 

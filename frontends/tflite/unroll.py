@@ -103,8 +103,9 @@ def unroll(model: TFModel, report=None) -> TFModel:
             report.decomposition("WHILE", f"a loop of fixed trip count unrolled: the body {len(steps)} times "
                                  "over, its counters constants per step")
         # a loop variable that starts as a constant (a zero state) is computed in later steps: the
-        # first step reads it as a Constant layer
-        as_layers.update(i for i in op.inputs if i >= 0 and model.tensors[i].data is not None)
+        # first step reads it as a Constant layer (also when the state is folded, e.g. the DEQUANTIZE of
+        # a float16 zero in a float16-weights model; port() consults as_layers for constants only)
+        as_layers.update(i for i in op.inputs if i >= 0)
     left = any(op.op == "WHILE" for op in ops)  # (else no operator calls another subgraph: no warning)
     return replace(model, tensors=tensors, operators=ops, outputs=tuple(remap.get(o, o) for o in model.outputs),
                    as_layers=as_layers, num_subgraphs=model.num_subgraphs if left else 1)

@@ -167,16 +167,22 @@ def test_only_the_embedding_wrap_of_select_v2_converts(target, armnn_runner_for)
         assert "SELECT_V2" in [p.op for p in e.value.problems]
 
 
+LSTM_WHILE_FP16 = MODELS / "keras_lstm_last.fp16w"
+
+
 @pytest.mark.parametrize("target, release", READS)
-def test_keras3_gru_while_loop_unrolled_on_the_runtime(target, release, armnn_runner_for, tmp_path, capsys):
-    """The WHILE's cond (two counters below constants) runs in numpy: 5 steps of its body."""
+@pytest.mark.parametrize("stem", [GRU_WHILE, LSTM_WHILE_FP16], ids=lambda p: p.name)
+def test_keras3_while_loop_unrolled_on_the_runtime(stem, target, release, armnn_runner_for, tmp_path, capsys):
+    """The WHILE's cond (two counters below constants) runs in numpy: its body once per step. In the
+    float16-weights LSTM the loop's zero start states are DEQUANTIZEs of float16 constants (refused
+    as 'constant tensor ... used where Arm NN needs a computed tensor' before session 15)."""
     out = tmp_path / "m.armnn"
-    assert cli.main([f"{GRU_WHILE}.tflite", "-o", str(out), "--target", target]) == 0
+    assert cli.main([f"{stem}.tflite", "-o", str(out), "--target", target]) == 0
     assert "subgraphs" not in capsys.readouterr().err  # (no operator left that calls one)
-    ref = np.load(f"{GRU_WHILE}.npz")  # LiteRT's outputs
+    ref = np.load(f"{stem}.npz")  # LiteRT's outputs
     rng = np.random.default_rng(7)
     x2 = rng.standard_normal(ref["input_0"].shape).astype(np.float32)
-    (want2,) = run_litert(Path(f"{GRU_WHILE}.tflite").read_bytes(), [x2])
+    (want2,) = run_litert(Path(f"{stem}.tflite").read_bytes(), [x2])
     for x, want in ((ref["input_0"], ref["output_0"]), (x2, want2)):
         got, = armnn_runner_for(release)(str(out), [x])
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-6)
