@@ -57,7 +57,7 @@ def view_network(shape, form: str) -> bytes:
     """A mean over axes 2.. of a 3-D or 5-D NCHW-like tensor (kept) in the 23.08 format."""
     nb = NetBuilder(Graph("23.08"), Report())
     y = nb.g.add_input("x", TensorInfo(shape))
-    rank, kept = len(shape), shape[:2] + (1,) * (len(shape) - 2)
+    kept = shape[:2] + (1,) * (len(shape) - 2)
     if form == "pool3d":
         y = nb.pool3d(y, PoolingAlgorithm.Average, shape[2:], "m")
     elif form == "view":

@@ -149,7 +149,7 @@ def merger_rule(layer, ins):
 def _quantize_rule(layer, ins):
     """RefLayerSupport IsQuantizeSupported / IsDequantizeSupported (20.08)."""
     # (the file can hold any input type; what CpuRef runs is in tests/layer_cases.py)
-    x, y = ins[0], layer.outputs[0]
+    y = layer.outputs[0]
     if layer.type == LayerType.Quantize and not y.dtype.is_quantized:
         return [f"output is {y.dtype.name}; Quantize gives a quantized tensor"]
     return []
