@@ -102,9 +102,10 @@ def float01(ctx, v, name: str):
         return ctx.bool_cache[v]
     src = ctx.bool_src.get(v)
     if src is None:
-        raise Unsupported("a run-time boolean that does not come from a float comparison cannot be used "
-                          "as a number (Arm NN has no Cast layer)",
-                          "make the boolean a constant, or compute it from float comparisons")
+        # (23.08's Cast takes no Boolean: RefLayerSupport IsCastSupported)
+        why = "Arm NN's Cast layer takes no Boolean tensor" if ctx.g.target.has(L.Cast) else "Arm NN has no Cast layer"
+        raise Unsupported(f"a run-time boolean that does not come from a float comparison cannot be used "
+                          f"as a number ({why})", "make the boolean a constant, or compute it from float comparisons")
     kind, a, b, n = src
     if kind in _LOGIC_MASKS:  # a Boolean of a 23.08 logical layer: the mask from its operands' masks
         mask = ctx.to_shape(_LOGIC_MASKS[kind](ctx, a, b, f"{n}_mask"), ctx.lshape(v), f"{n}_mask_shape")
