@@ -7,6 +7,8 @@ that for whole arrays.
 """
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 
 from ..errors import ExecutionError
@@ -77,11 +79,24 @@ def quantize(values: np.ndarray, scale: float, offset: int, lo: int = 0, hi: int
     return np.clip(q, F32(0), F32(255)).astype(np.uint8)
 
 
+# Whether Float16 results round as Arm NN 23.08's CpuRef does: set by run_all from the graph's
+# format (a 23.08 file is only read by 23.08 and later; older formats are run as 20.08 runs them)
+HALF_23 = contextvars.ContextVar("half_23", default=False)
+F16_MAX = np.float16(np.finfo(np.float16).max)
+
+
 def to_half(values: np.ndarray) -> np.ndarray:
-    """float32 -> float16 as armnn::Half does it: round to nearest, ties away
-    from zero (half.hpp with HALF_ROUND_STYLE 1, HALF_ROUND_TIES_TO_EVEN 0);
-    numpy rounds ties to even, so the ties are fixed up."""
+    """float32 -> float16 as the runtime's Float16Encoder does it. Arm NN 20.08: armnn::Half,
+    round to nearest, ties away from zero (half.hpp with HALF_ROUND_STYLE 1,
+    HALF_ROUND_TIES_TO_EVEN 0), overflow to inf. Arm NN 23.08 (HALF_23): ties to even, and an
+    infinite result (an infinity included) saturated to +-65504
+    (armnnUtils::FloatingPointConverter::ConvertFloat32To16). Measured on both runtimes:
+    tests/test_fp16_rounding.py."""
     values = np.asarray(values, dtype=F32)
+    if HALF_23.get():
+        with np.errstate(over="ignore"):
+            h = values.astype(np.float16)
+        return np.where(np.isinf(h), np.copysign(F16_MAX, h), h).astype(np.float16)
     with np.errstate(over="ignore", invalid="ignore"):
         h = values.astype(np.float16)
         back = h.astype(F32)

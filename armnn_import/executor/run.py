@@ -9,6 +9,7 @@ from ..errors import ExecutionError
 from ..ir.graph import Graph, Layer, Port
 from ..ir.types import LayerType, TensorInfo
 from .common import GATHER_WRAPS, LAYER_FUNCTIONS
+from .numeric import HALF_23
 
 
 def evaluate(layer: Layer, input_arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -33,11 +34,13 @@ def evaluate(layer: Layer, input_arrays: Sequence[np.ndarray]) -> list[np.ndarra
 def run_all(graph: Graph, inputs) -> dict[Port, np.ndarray]:
     """Every output slot's value, keyed by Port (inputs: list in Input binding-id
     order, or dict by Input layer name)."""
-    token = GATHER_WRAPS.set(graph.target.at_least("23.08"))
+    at_23 = graph.target.at_least("23.08")
+    token, half = GATHER_WRAPS.set(at_23), HALF_23.set(at_23)
     try:
         return _run_all(graph, inputs)
     finally:
         GATHER_WRAPS.reset(token)
+        HALF_23.reset(half)
 
 
 def _run_all(graph: Graph, inputs) -> dict[Port, np.ndarray]:
