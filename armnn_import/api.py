@@ -146,7 +146,7 @@ def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check
     check_network(graph)  # before constant folding allocates what the frontend only declared
     from .passes import pipeline, run_pipeline
     from .ir.axes import TO_NCHW, TO_NHWC
-    from .passes.fp16 import to_float16
+    from .passes.fp16 import float32_edges, to_float16
     from .passes.io_layout import set_io_layout
     with report.phase("passes"):
         if io_layout != source_layout:
@@ -157,6 +157,8 @@ def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check
             _check_range(graph, report, options, permuted=io_layout != source_layout)
         if options.fp16 or report.float16_network:
             to_float16(graph, report)
+        if report.float32_edges:
+            float32_edges(graph, report.float32_edges)
         from .passes.names import short_names, wants_short_names
         if wants_short_names(options.layer_names, graph.target):
             short_names(graph, report)

@@ -40,6 +40,31 @@ def to_float16(graph: Graph, report: Report) -> int:
     return n
 
 
+def float32_edges(graph: Graph, names) -> int:
+    """Float32 inputs and outputs (those named) of a Float16 network, after to_float16: a Cast to
+    Float16 after each such input, a Cast to Float32 before each such output (the 23.08 format)."""
+    n, names = 0, set(names)
+    for inp in graph.input_layers:
+        info = inp.outputs[0]
+        if inp.name not in names or info.dtype != DataType.Float16:
+            continue
+        users = graph.consumers(inp.out())
+        inp.outputs = [info.with_dtype(DataType.Float32)]
+        half = graph.add(LayerType.Cast, f"{inp.name}_float16", [inp.out()], outputs=[info])
+        for layer, i in users:
+            graph.set_input(layer, i, half.out())
+        n += 1
+    for out in graph.output_layers:
+        src = out.inputs[0]
+        if out.name in names and src.info.dtype == DataType.Float16:
+            back = graph.add(LayerType.Cast, f"{out.name}_float32", [src],
+                             outputs=[src.info.with_dtype(DataType.Float32)])
+            graph.set_inputs(out, [back.out()])
+            n += 1
+    graph.toposort()
+    return n
+
+
 def fp16_widening_layer(target=None) -> LayerType | None:
     """The layer that widens Float16 constants to Float32 at run time on `target`
     (--fp16-weights), or None. The Arm NN 19.02 format written today (target None)

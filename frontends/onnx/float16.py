@@ -3,10 +3,13 @@ Float16 network (as --fp16 writes one). The model is rewritten to float32 first,
 which is exact (every float16 value is a float32 value), converted as usual, and
 the whole network then stored and run as Float16 (passes.fp16.to_float16).
 
-This format has no conversion layer, so the network cannot mix the two types:
-a model with float32 inputs or outputs beside float16 ones is refused, and so is
-a Cast to float32 of a run-time tensor (that part of the model would run in
-Float16 too) unless --fp16 asks for everything in Float16."""
+The 19.02 and 20.08 formats have no conversion layer, so the network cannot mix the
+two types: a model with float32 inputs or outputs beside float16 ones is refused, and
+so is a Cast to float32 of a run-time tensor (that part of the model would run in
+Float16 too) unless --fp16 asks for everything in Float16. From the 23.08 format on, a
+float32 input read only by Casts to float16, and a float32 output that is a Cast to
+float32 (onnxconverter-common's keep_io_types), are Cast layers at the network's edges
+(float16_inside; passes.fp16.float32_edges)."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,21 +31,46 @@ def is_float16_model(model: onnx.ModelProto) -> bool:
     return any(_elem(vi) == F16 for vi in list(g.output) + [i for i in g.input if i.name not in inits])
 
 
-def to_float32(model: onnx.ModelProto, mapped: dict, fp16_asked: bool) -> set[str]:
+def float16_inside(model: onnx.ModelProto) -> list[tuple[str, str]]:
+    """The float32 edges, as ("input" | "output", name), of a float16 model with float32 inputs
+    or outputs (onnxconverter-common's keep_io_types writes one), or []: every float32 input is
+    read by Casts to float16 only, every float32 output is a Cast to float32 of a computed
+    tensor, and the model has a float16 input or output or a float32 input cast to float16."""
+    g = model.graph
+    inits = {t.name for t in g.initializer}
+    edges = [("input", i) for i in g.input if i.name not in inits] + [("output", o) for o in g.output]
+    f32 = {vi.name: kind for kind, vi in edges if _elem(vi) == F32}
+    ins = {n for n, kind in f32.items() if kind == "input"}
+    to = {n.output[0]: a.i for n in g.node if n.op_type == "Cast" for a in n.attribute if a.name == "to"}
+    cast_in = {n.output[0]: n.input[0] for n in g.node if n.op_type == "Cast"}
+    readers = [n for n in g.node if any(i in ins for i in n.input)]
+    if not f32 or not all(n.op_type == "Cast" and to.get(n.output[0]) == F16 for n in readers) or \
+            not all(to.get(o) == F32 and cast_in[o] not in ins for o, kind in f32.items() if kind == "output"):
+        return []
+    # (a float16 edge or a float32 input cast to float16 says it is a float16 model: float16
+    # initializers cast to float32 may be a float32 model's storage)
+    if not readers and not any(_elem(vi) == F16 for _, vi in edges):
+        return []
+    return [(kind, n) for n, kind in f32.items()]
+
+
+def to_float32(model: onnx.ModelProto, mapped: dict, fp16_asked: bool, float32_edges: bool = False) -> set[str]:
     """Rewrite a float16 model (in place) to float32. Returns the outputs of the Casts
     to float32 the model has (the Cast converter refuses them on run-time tensors
-    unless `fp16_asked`). Raises UnsupportedModelError for float32 inputs/outputs."""
+    unless `fp16_asked`). Raises UnsupportedModelError for float32 inputs/outputs, unless
+    `float32_edges` (float16_inside: the network gets Cast layers at its edges)."""
     g = model.graph
     inits = {t.name for t in g.initializer}
     edges = [("input", i) for i in g.input if i.name not in inits] + [("output", o) for o in g.output]
     mixed = [Problem(kind, vi.name, "is float32 while other inputs or outputs are float16; the Float16 "
                      "network this model becomes has no layer converting between the two",
                      "give every float input and output the same type", code="unsupported-type")
-             for kind, vi in edges if _elem(vi) == F32]
+             for kind, vi in edges if _elem(vi) == F32 and not float32_edges]
     if mixed:
         raise UnsupportedModelError(mixed)
     casts: set[str] = set()
     _graph(g, mapped, casts)
+    casts -= {o.name for o in g.output}  # (float32_edges: the output Casts are the edge layers)
     return set() if fp16_asked else casts
 
 
@@ -82,6 +110,9 @@ def _tensor32(t) -> TensorProto:
     return numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float32), t.name)
 
 
+EDGES_NOTE = ("the model computes in float16 between float32 inputs and outputs: a Float16 network with "
+              "Cast layers at its edges (Arm NN 23.08 saturates inputs beyond +-65504, where onnxruntime "
+              "gives inf)")
 NOTE = ("the model's inputs and outputs are float16: it is converted as float32 (exact) and the network "
         "stored and run as Float16, inputs and outputs included")
 CAST_REFUSAL = ("a Cast to float32 inside a float16 model: the Float16 network of this format has no "

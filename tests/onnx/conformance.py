@@ -90,7 +90,10 @@ def run_case(case, run_armnn, target: str = "19.02") -> tuple[str, str]:
     from armnn_import.errors import ArmnnImportError
     from armnn_import.testing.armnn_runtime import ArmnnRuntimeError
 
-    inputs, expected = case.data_sets[0]
+    from onnx import TensorProto, numpy_helper
+    # (the cases of special float values store their data as TensorProtos)
+    inputs, expected = ([numpy_helper.to_array(a) if isinstance(a, TensorProto) else a for a in arrays]
+                        for arrays in case.data_sets[0])
     model, feed, frozen = case.model, list(inputs), False
     try:
         try:

@@ -76,7 +76,20 @@ def test_float32_outputs_beside_float16_inputs_are_refused():
     with pytest.raises(UnsupportedModelError) as info:
         armnn_import.convert(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]))
     (p,) = info.value.problems
-    assert (p.op, p.node) == ("output", "y") and "float32" in p.reason and "converting" in p.reason
+    assert (p.op, p.node, p.code) == ("output", "y", "needs-target") and "float32" in p.reason
+    assert "Cast layer" in p.reason and "--target 23.08" in p.hint
+
+
+def test_float32_output_of_a_non_cast_beside_float16_inputs_is_refused():
+    """A float32 output that is no Cast of a float16 tensor: no Float16 network can give it."""
+    nodes = [h.make_node("Relu", ["x"], ["y"]), h.make_node("Relu", ["z"], ["w"])]
+    g = h.make_graph(nodes, "mixed", [h.make_tensor_value_info("x", TP.FLOAT16, [2, 3]),
+                                      h.make_tensor_value_info("z", TP.FLOAT, [2, 3])],
+                     [h.make_tensor_value_info("y", TP.FLOAT16, None), h.make_tensor_value_info("w", TP.FLOAT, None)])
+    with pytest.raises(UnsupportedModelError) as info:
+        armnn_import.convert(h.make_model(g, opset_imports=[h.make_opsetid("", 17)]), target="23.08")
+    assert [(p.op, p.node) for p in info.value.problems] == [("input", "z"), ("output", "w")]
+    assert all("converting" in p.reason for p in info.value.problems)
 
 
 def _cast_segment_model():
@@ -133,3 +146,58 @@ def test_large_float16_weights_read_from_the_file(tmp_path, armnn_runner):
     (got,) = armnn_runner(result.to_bytes(), [x])
     np.testing.assert_allclose(got.astype(np.float32).reshape(want.shape), want.astype(np.float32),
                                rtol=1e-2, atol=1e-2)
+
+
+def keep_io_types_cnn():
+    """cnn16 between float32 edges, as onnxconverter-common's keep_io_types writes a float16
+    model: Cast to float16 after the input, Cast to float32 before the output."""
+    m = cnn16(in_type=TP.FLOAT16)
+    g = m.graph
+    g.node.insert(0, h.make_node("Cast", ["x32"], ["x"], to=TP.FLOAT16, name="to_half"))
+    g.node.append(h.make_node("Cast", ["y"], ["y32"], to=TP.FLOAT, name="to_float"))
+    g.ClearField("input")
+    g.ClearField("output")
+    g.input.append(h.make_tensor_value_info("x32", TP.FLOAT, [1, 3, 8, 8]))
+    g.output.append(h.make_tensor_value_info("y32", TP.FLOAT, [1, 5]))
+    onnx.checker.check_model(m)
+    return m
+
+
+def test_a_float16_model_between_float32_edges_on_23_08(armnn_runner_for, tmp_path):
+    """From the 23.08 format on (its Cast layer): a Float16 network with Float32 inputs and
+    outputs, through the CLI, against onnxruntime on the model; the executor equals the runtime."""
+    from armnn_import import cli
+    from armnn_import.executor.run import run as execute
+    from armnn_import.serialize.reader import read
+    src, out, model = tmp_path / "m.onnx", tmp_path / "m.armnn", keep_io_types_cnn()
+    onnx.save(model, str(src))
+    assert cli.main([str(src), "-o", str(out), "--target", "23.08", "-q"]) == 0
+    g = read(out.read_bytes())
+    kinds = [(l.type.name, [o.dtype.name for o in l.outputs]) for l in g.layers]
+    assert kinds[:2] == [("Input", ["Float32"]), ("Cast", ["Float16"])] and kinds[-2] == ("Cast", ["Float32"])
+    inner = [l for l in g.layers if l.type.name not in ("Input", "Output", "Cast")]
+    assert all(o.dtype.name == "Float16" for l in inner for o in l.outputs)
+    assert all(t.info.dtype.name == "Float16" for l in g.layers for t in l.tensors.values())
+    for seed in range(3):
+        x = np.random.default_rng(seed).standard_normal((1, 3, 8, 8)).astype(np.float32) * 3
+        (want,) = onnx_run(model, {"x32": x})
+        got, = armnn_runner_for("23.08")(str(out), [x])
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-2, atol=2e-3)
+        mine, = execute(g, [x])
+        np.testing.assert_array_equal(np.asarray(mine).reshape(want.shape), got.reshape(want.shape))
+
+
+@pytest.mark.parametrize("target", ["19.02", "20.08"])
+def test_float32_edges_around_float16_need_the_23_08_cast(target):
+    with pytest.raises(UnsupportedModelError) as info:
+        armnn_import.convert(keep_io_types_cnn(), target=target)
+    assert [(p.op, p.node, p.code) for p in info.value.problems] == [("input", "x32", "needs-target"),
+                                                                    ("output", "y32", "needs-target")]
+    assert all("--target 23.08" in p.hint for p in info.value.problems)
+
+
+def onnx_run(model, feeds):
+    import onnxruntime as ort
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
