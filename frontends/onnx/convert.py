@@ -37,9 +37,8 @@ from .analysis_view import portable
 from .context import MAX_RANK, LoweringContext
 from .control import constant_condition, inline_if
 from .edges import add_inputs, add_outputs, fix_inputs
-from .float16 import EDGES_NOTE as FLOAT16_EDGES_NOTE
 from .float16 import NOTE as FLOAT16_NOTE
-from .float16 import float16_inside, is_float16_model, to_float32
+from .float16 import check_islands, exact_islands, float16_inside, float32_edges, is_float16_model, to_float32
 from .fold import fold, fold_size_guard, shape_value
 from .isolate import isolated
 from .loader import load_model
@@ -65,15 +64,21 @@ def convert(source, options, report) -> Graph:
         with report.phase("onnx:upgrade"):
             model = upgrade_if_old(model, mapped, report)
         casts: set[str] = set()
+        islands: set[str] = set()
         if edges := float16_inside(model):
-            casts = _float32_edges(model, mapped, options, report, edges)
+            island_casts, islands = exact_islands(model)
+            casts = float32_edges(model, mapped, options, report, edges) - island_casts
         elif is_float16_model(model):
-            casts = to_float32(model, mapped, options.fp16)
+            island_casts, islands = exact_islands(model)
+            casts = to_float32(model, mapped, options.fp16) - island_casts
             report.float16_network = True
             report.warn(FLOAT16_NOTE)
         conv = Converter(model, options, report, mapped)
         conv.float32_casts = casts
-        return conv.run()
+        graph = conv.run()
+        if islands and not options.fp16:
+            check_islands(graph, report, islands)
+        return graph
     except (ArmnnImportError, RecursionError, LoweringBug):
         raise
     except MemoryError:
@@ -81,21 +86,6 @@ def convert(source, options, report) -> Graph:
     except Exception as e:  # noqa: BLE001 - a malformed model must not escape as a traceback
         raise ConversionError(f"the ONNX model cannot be converted (internal error {type(e).__name__}: "
                               f"{str(e)[:300]})") from e
-
-
-def _float32_edges(model, mapped, options, report, edges) -> set[str]:
-    """A float16 model with float32 inputs or outputs: a Float16 network with Cast layers at
-    those edges (passes.fp16.float32_edges), in a format that has the Cast layer."""
-    if not Graph(options.target).target.has(LayerType.Cast):
-        raise UnsupportedModelError([Problem(kind, name, "is float32 while the model computes in float16: the "
-                                             "Float16 network needs a Cast layer at this edge",
-                                             "convert with --target 23.08 (Cast)", code="needs-target")
-                                     for kind, name in edges])
-    casts = to_float32(model, mapped, options.fp16, float32_edges=True)
-    report.float16_network = True
-    report.float32_edges = [name for _, name in edges]
-    report.warn(FLOAT16_EDGES_NOTE)
-    return casts
 
 
 class LoweringBug(RuntimeError):

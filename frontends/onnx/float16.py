@@ -17,6 +17,8 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 from armnn_import.errors import Problem, UnsupportedModelError
+from armnn_import.ir.graph import Graph
+from armnn_import.ir.types import LayerType
 
 F16, F32 = TensorProto.FLOAT16, TensorProto.FLOAT
 
@@ -52,6 +54,39 @@ def float16_inside(model: onnx.ModelProto) -> list[tuple[str, str]]:
     if not readers and not any(_elem(vi) == F16 for _, vi in edges):
         return []
     return [(kind, n) for n, kind in f32.items()]
+
+
+# Operators a float16 model may keep in float32 between a Cast to float32 and Casts back to
+# float16 (onnxconverter-common's default op_block_list has them): in Float16 the network gives
+# the same numbers. CpuRef computes a Resize, Maximum or Minimum in float32 from Float16 inputs
+# and rounds once; a float32 constant operand of Max/Min rounded to float16 first changes no
+# result (rounding is monotone: max(x, c) rounded is max(x, round(c)) for a float16 x).
+ISLAND_OPS = frozenset({"Resize", "Upsample", "Max", "Min"})
+# (the layers they may be: a Max/Min of a constant is an Activation, its bound a float32 parameter)
+ISLAND_LAYERS = frozenset({"Resize", "Maximum", "Minimum", "Activation", "Reshape", "Constant"})
+
+
+def exact_islands(model: onnx.ModelProto) -> tuple[set[str], set[str]]:
+    """(the Cast-to-float32 outputs, the nodes) of every one-node float32 island of ISLAND_OPS:
+    its run-time float inputs are Casts to float32, its outputs read by Casts to float16 only."""
+    g = model.graph
+    to = {n.output[0]: a.i for n in g.node if n.op_type == "Cast" for a in n.attribute if a.name == "to"}
+    readers: dict[str, list] = {}
+    for n in g.node:
+        for i in n.input:
+            readers.setdefault(i, []).append(n)
+    outputs = {o.name for o in g.output}
+    casts, nodes = set(), set()
+    for k, n in enumerate(g.node):
+        if n.op_type not in ISLAND_OPS or any(o in outputs for o in n.output):
+            continue
+        fed = [i for i in n.input if to.get(i) == F32]
+        if not fed or not all(to.get(r.output[0]) == F16 for o in n.output for r in readers.get(o, [])) or \
+                not all(len(readers[i]) == 1 for i in fed):
+            continue
+        casts.update(fed)
+        nodes.add(n.name or f"{n.op_type}_{k}")  # (the node's name in the report: nodes.py Node)
+    return casts, nodes
 
 
 def to_float32(model: onnx.ModelProto, mapped: dict, fp16_asked: bool, float32_edges: bool = False) -> set[str]:
@@ -118,3 +153,31 @@ NOTE = ("the model's inputs and outputs are float16: it is converted as float32 
 CAST_REFUSAL = ("a Cast to float32 inside a float16 model: the Float16 network of this format has no "
                 "conversion layer, so this part would run in Float16 too")
 CAST_HINT = "pass --fp16 to run the whole model in Float16 anyway, or convert the model to float32"
+
+
+def check_islands(graph, report, islands) -> None:
+    """A float32 island of a float16 model runs in Float16 only as one of ISLAND_LAYERS (a Resize
+    lowered otherwise, e.g. by an interpolation matrix, would round its weights to Float16)."""
+    kinds = {layer.name: layer.type.name for layer in graph.layers}
+    bad = [e["node"] for e in report.nodes if e["node"] in islands and
+           any(kinds.get(n, "Constant") not in ISLAND_LAYERS for n in e["layers"])]
+    if bad:
+        ops = {e["node"]: e["op"] for e in report.nodes}
+        why = ("kept in float32 inside a float16 model (Casts around it), it becomes other layers than one "
+               "Resize, Maximum, Minimum or Activation, which would run in Float16 here")
+        raise UnsupportedModelError([Problem(ops[n], n, why, CAST_HINT, code="inexpressible") for n in bad])
+
+
+def float32_edges(model, mapped, options, report, edges) -> set[str]:
+    """A float16 model with float32 inputs or outputs: a Float16 network with Cast layers at
+    those edges (passes.fp16.float32_edges), in a format that has the Cast layer."""
+    if not Graph(options.target).target.has(LayerType.Cast):
+        raise UnsupportedModelError([Problem(kind, name, "is float32 while the model computes in float16: the "
+                                             "Float16 network needs a Cast layer at this edge",
+                                             "convert with --target 23.08 (Cast)", code="needs-target")
+                                     for kind, name in edges])
+    casts = to_float32(model, mapped, options.fp16, float32_edges=True)
+    report.float16_network = True
+    report.float32_edges = [name for _, name in edges]
+    report.warn(EDGES_NOTE)
+    return casts
