@@ -83,3 +83,21 @@ def test_seed_is_a_prefix_of_every_release(tmp_path):
                 assert {s for s, *_ in rel[key]} == set(range(10)), (fbs.name, key)
             else:
                 assert v <= rel[key], (fbs.name, key)
+
+
+def test_ir_enums_mirror_the_release_schemas():
+    """The IR's enums of the 20.08/23.08 layers (ir/enums_release.py) have the values of the
+    schemas' enums, which the runtime reads by value (the generated bindings are the schemas')."""
+    from enum import IntEnum
+
+    import armnn_import.ir.enums_release as E
+    from armnn_import.serialize import armnn_schema_20_08_generated as g20
+    from armnn_import.serialize import armnn_schema_23_08_generated as g23
+    enums = [c for c in vars(E).values() if isinstance(c, type) and issubclass(c, IntEnum) and c is not IntEnum]
+    assert len(enums) == 7
+    for c in enums:
+        fb = getattr(g23, c.__name__)
+        assert {m.name: m.value for m in c} == {k: getattr(fb, k) for k in c.__members__}, c
+        if hasattr(g20, c.__name__):  # (members 23.08 added are absent from 20.08's)
+            old = getattr(g20, c.__name__)
+            assert all(getattr(old, m.name) == m.value for m in c if hasattr(old, m.name)), c
