@@ -676,6 +676,10 @@ case("reverse_v2", ["REVERSE_V2"], [X((1, 7, 9, 5))], note="needs --target 23.08
     lambda r, q: lambda x: tf.reverse(x, axis=[1, 2]))  # (LiteRT: contiguous axes only)
 case("ceil", ["CEIL"], [X((1, 7, 9, 5), ("normal", 3.0))], variants=("float32",))(
     lambda r, q: lambda x: tf.math.ceil(x))
+# ROUND: half to even on every target (lowering/round.py); ties and their neighbours
+case("round", ["ROUND"], [X((1, 7, 9, 5), ("discrete", [-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 7.5, -2.49, 2.51,
+                                                         0.3, -0.7, 1000.5]))], variants=("float32",))(
+    lambda r, q: lambda x: tf.math.round(x))
 
 
 # ----------------------------------------------------------------------------- richer formats

@@ -22,7 +22,6 @@ REGISTRY.refuse("Erf",
                 reason="no error function in any Arm NN release written (19.02, 20.08, 23.08); "
                        "Gelu with approximate='tanh' is supported")
 REGISTRY.refuse("Cos", "Tan", reason="no trigonometric functions in Arm NN's early layer set")
-REGISTRY.refuse("Round", reason="round-half-to-even has no exact lowering (Floor exists, but ties differ)")
 REGISTRY.refuse("TopK", reason="no sorting in Arm NN's early layer set")
 REGISTRY.refuse("NonZero", "NonMaxSuppression",
                 reason="output shape depends on the data", code="dynamic-shape")

@@ -53,6 +53,13 @@ def floor(ctx, node):
     return ctx.b.add(L.Floor, ctx.name(node), [ctx.port(node, 0)])
 
 
+@register("Round", since=11, layers=("Floor", "Subtraction", "Activation", "Addition", "Multiplication"),
+          notes="half to even, from Floor (lowering/round.py)")
+def round_(ctx, node):
+    from armnn_import.lowering.round import round_half_even
+    return round_half_even(ctx.b, ctx.port(node, 0), ctx.name(node))
+
+
 @register("Neg", since=6, layers=("Activation",))
 def neg(ctx, node):
     return ctx.b.linear(ctx.port(node, 0), -1.0, 0.0, ctx.name(node))

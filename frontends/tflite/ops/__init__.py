@@ -23,7 +23,6 @@ REGISTRY.refuse("POW", reason="no exact lowering for a general power")
 REGISTRY.refuse("GELU", reason="no exact lowering (needs erf)")
 REGISTRY.refuse("SELECT", "SELECT_V2", reason="no select layer (only the negative-id wrap of a Keras 3 Embedding, "
                 "where(ids < 0, ids + n, ids) read by a GATHER of n rows, converts: from --target 20.08 on)")
-REGISTRY.refuse("ROUND", reason="rounds half to even; Floor(x + 0.5) would round halves up")
 
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
 from . import gather, pad, space  # noqa: E402,F401  (split from shape.py)

@@ -266,6 +266,14 @@ def floor(ctx, op):
     return ctx.b.add(L.Floor, ctx.name(op), [ctx.port(op.inputs[0])])
 
 
+@REGISTRY.register("ROUND", since=1, until=1, check=_float_only,
+                   layers=("Floor", "Subtraction", "Activation", "Addition", "Multiplication"),
+                   notes="half to even, from Floor (lowering/round.py)")
+def round_(ctx, op):
+    from armnn_import.lowering.round import round_half_even
+    return round_half_even(ctx.b, ctx.port(op.inputs[0]), ctx.name(op))
+
+
 @REGISTRY.register("CEIL", since=1, until=1, check=_float_only,
                    layers=("Activation", "Floor", "ElementwiseUnary"),
                    notes="before --target 23.08: -floor(-x)")
