@@ -18,8 +18,9 @@ from ..ir.types import LayerType as L
 from .builder import NetBuilder
 
 
-def _step(b: NetBuilder, t: Port, name: str, negate: bool = False) -> Port:
-    """1 where t > 0 else 0 (negate: 1 where t <= 0), as float; 0 for NaN."""
+def step(b: NetBuilder, t: Port, name: str, negate: bool = False) -> Port:
+    """1 where t > 0 else 0 (negate: 1 where t <= 0), as float, exact for finite t; 0 for NaN
+    (also the float masks of ONNX booleans: frontends/onnx/ops/logic.py)."""
     f = b.add(L.Floor, f"{name}_floor", [b.linear(t, -1.0, 0.0, f"{name}_neg")])  # floor(-t)
     return b.clamp(b.linear(f, 1.0, 1.0, f"{name}_inc") if negate else b.linear(f, -1.0, 0.0, f"{name}_ceil"),
                    0.0, 1.0, name)
@@ -28,8 +29,8 @@ def _step(b: NetBuilder, t: Port, name: str, negate: bool = False) -> Port:
 def round_half_even(b: NetBuilder, x: Port, name: str) -> Port:
     f = b.add(L.Floor, f"{name}_floor", [x])
     t = b.linear(b.add(L.Subtraction, f"{name}_frac", [x, f]), 1.0, -0.5, f"{name}_t")  # d - 0.5
-    up = _step(b, t, f"{name}_up")
-    tie = _step(b, b.activation(t, AF.Abs, f"{name}_abs"), f"{name}_tie", negate=True)
+    up = step(b, t, f"{name}_up")
+    tie = step(b, b.activation(t, AF.Abs, f"{name}_abs"), f"{name}_tie", negate=True)
     even = b.linear(b.add(L.Floor, f"{name}_half", [b.linear(f, 0.5, 0.0, f"{name}_halve")]), 2.0, 0.0, f"{name}_even")
     odd = b.clamp(b.add(L.Subtraction, f"{name}_parity", [f, even]), 0.0, 1.0, f"{name}_odd")
     r = b.add(L.Addition, f"{name}_up_added", [f, up])

@@ -33,12 +33,9 @@ from .common import binary, broadcast
 
 def step(ctx, t: Port, name: str, negate: bool = False) -> Port:
     """1 where t > 0 else 0 (negate: 1 where t <= 0 else 0), as float."""
-    b = ctx.b
-    f = b.add(L.Floor, f"{name}_floor", [b.linear(t, -1.0, 0.0, f"{name}_neg")])  # floor(-t)
+    from armnn_import.lowering.round import step as step01
     ctx.report.decomposition("boolean mask", "step(t) = clamp(-floor(-t), 0, 1) on the comparison's operands")
-    if negate:  # floor(-t) + 1 >= 1 exactly when t <= 0
-        return b.clamp(b.linear(f, 1.0, 1.0, f"{name}_inc"), 0.0, 1.0, name)
-    return b.clamp(b.linear(f, -1.0, 0.0, f"{name}_ceil"), 0.0, 1.0, name)
+    return step01(ctx.b, t, name, negate)
 
 
 def _diff(ctx, a, b, name):
