@@ -33,6 +33,11 @@ def is_float16_model(model: onnx.ModelProto) -> bool:
     return any(_elem(vi) == F16 for vi in list(g.output) + [i for i in g.input if i.name not in inits])
 
 
+def _cast_targets(g) -> dict[str, int]:
+    """Each Cast node's output -> the element type it casts to."""
+    return {n.output[0]: a.i for n in g.node if n.op_type == "Cast" for a in n.attribute if a.name == "to"}
+
+
 def float16_inside(model: onnx.ModelProto) -> list[tuple[str, str]]:
     """The float32 edges, as ("input" | "output", name), of a float16 model with float32 inputs
     or outputs (onnxconverter-common's keep_io_types writes one), or []: every float32 input is
@@ -43,7 +48,7 @@ def float16_inside(model: onnx.ModelProto) -> list[tuple[str, str]]:
     edges = [("input", i) for i in g.input if i.name not in inits] + [("output", o) for o in g.output]
     f32 = {vi.name: kind for kind, vi in edges if _elem(vi) == F32}
     ins = {n for n, kind in f32.items() if kind == "input"}
-    to = {n.output[0]: a.i for n in g.node if n.op_type == "Cast" for a in n.attribute if a.name == "to"}
+    to = _cast_targets(g)
     cast_in = {n.output[0]: n.input[0] for n in g.node if n.op_type == "Cast"}
     readers = [n for n in g.node if any(i in ins for i in n.input)]
     if not f32 or not all(n.op_type == "Cast" and to.get(n.output[0]) == F16 for n in readers) or \
@@ -70,7 +75,7 @@ def exact_islands(model: onnx.ModelProto) -> tuple[set[str], set[str]]:
     """(the Cast-to-float32 outputs, the nodes) of every one-node float32 island of ISLAND_OPS:
     its run-time float inputs are Casts to float32, its outputs read by Casts to float16 only."""
     g = model.graph
-    to = {n.output[0]: a.i for n in g.node if n.op_type == "Cast" for a in n.attribute if a.name == "to"}
+    to = _cast_targets(g)
     readers: dict[str, list] = {}
     for n in g.node:
         for i in n.input:
