@@ -41,7 +41,7 @@ FLOAT16_TIES = {"20.08": "away from zero", "23.08": "to even"}
 
 # the layer types _why can flag (asked first: nearly every layer is of none of them)
 _FLAGGED = frozenset({LayerType.Gather, LayerType.Activation, LayerType.Normalization, LayerType.Permute,
-                      LayerType.Pooling2d, LayerType.Constant})
+                      LayerType.Pooling2d, LayerType.Constant, LayerType.Stack})
 
 
 def _why(layer, release: str, fmt=None, graph=None) -> str | None:
@@ -57,6 +57,10 @@ def _why(layer, release: str, fmt=None, graph=None) -> str | None:
         return "Arm NN's CpuRef leaves LocalContrast normalization's output unwritten"
     if layer.type == LayerType.Permute and layer.outputs and layer.outputs[0].dtype == DataType.Boolean:
         return "Arm NN's CpuRef has no Boolean Permute (change the layout of a Boolean tensor: keep its layout)"
+    if release == "20.08" and layer.type == LayerType.Stack and layer.desc.axis == 0 \
+            and layer.outputs[0].dtype not in (DataType.Float32, DataType.Signed32) \
+            and not (fmt is not None and fmt.at_least("23.08")):
+        return "Arm NN 20.08's CpuRef copies an axis-0 Stack as float32 words, past the end of smaller types"
     if release == "20.08" and layer.type == LayerType.Pooling2d and layer.desc.pool_type == PoolingAlgorithm.L2:
         return "the Arm NN 20.08 deserializer rejects L2 pooling"
     if release == "23.08" and layer.type == LayerType.Constant and not (fmt is not None and fmt.at_least("23.08")) \

@@ -15,7 +15,8 @@ F16_MAX = float(np.finfo(np.float16).max)
 def to_float16(graph: Graph, report: Report) -> int:
     """Every Float32 tensor and constant becomes Float16. This format has no
     conversion layer, so the whole network runs in Float16, its inputs and
-    outputs included (Arm NN 20.08 CpuRef runs every layer we emit in Float16)."""
+    outputs included (Arm NN 20.08 CpuRef runs every layer we emit in Float16, once an axis-0
+    Stack is a Concat: _unstack_axis0)."""
     n = 0
     done: dict[int, ConstTensor] = {}  # id(Float32 tensor) -> its Float16 one: shared tensors stay shared
     for layer in graph.layers:
@@ -37,7 +38,34 @@ def to_float16(graph: Graph, report: Report) -> int:
             n += 1
     report.decomposition("fp16", "every Float32 tensor and constant stored and run as Float16, "
                                   "inputs and outputs included (the format has no conversion layer)")
+    _unstack_axis0(graph, report)
     return n
+
+
+def _unstack_axis0(graph: Graph, report: Report) -> None:
+    """An axis-0 Stack made Float16, in a file Arm NN 20.08 can read, as Reshapes + one Concat:
+    20.08's RefStackWorkload copies an axis-0 stack as float32 words whatever the data type, so a
+    Float16 one reads and writes twice its bytes (wrong values, then an abort). 23.08's has no
+    such copy (tests/layer_cases.py)."""
+    if graph.target.at_least("23.08"):
+        return
+    from ..ir.descriptors import OriginsDescriptor, ReshapeDescriptor
+    todo = [l for l in graph.layers if l.type == LayerType.Stack and l.desc.axis == 0
+            and l.outputs[0].dtype == DataType.Float16]
+    for st in todo:
+        y, shape = st.outputs[0], (1,) + tuple(st.desc.input_shape)
+        rows = [graph.add(LayerType.Reshape, f"{st.name}_in{k}", [x], ReshapeDescriptor(shape),
+                          outputs=[x.info.with_shape(shape)]).out() for k, x in enumerate(st.inputs)]
+        origins = tuple((k,) + (0,) * (len(shape) - 1) for k in range(len(rows)))
+        cat = graph.add(LayerType.Concat, f"{st.name}_concat", rows,
+                        OriginsDescriptor(0, len(rows), len(shape), origins), outputs=[y])
+        graph.replace_uses(st.out(), cat.out())
+        graph.remove([st])
+        graph.rename(cat, st.name)
+    if todo:
+        graph.toposort()
+        report.decomposition("Float16 Stack on axis 0", "Reshapes + Concat: Arm NN 20.08 copies an axis-0 "
+                             "Stack as float32 words whatever its data type")
 
 
 def float32_edges(graph: Graph, names) -> int:
