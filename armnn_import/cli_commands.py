@@ -10,7 +10,7 @@ from .cli_common import Out, UsageError, run
 def verify_kwargs(args) -> dict:
     from .verify_cmd import Tolerance
     for flag in ("rtol", "atol", "lsb"):
-        if getattr(args, flag) < 0:
+        if getattr(args, flag) is not None and getattr(args, flag) < 0:
             raise UsageError(f"--{flag} must not be negative")
     return {"tolerance": Tolerance(args.rtol, args.atol, args.lsb), "seed": args.seed,
             "per_layer": args.per_layer, "armnn_runtime": args.armnn_runtime}

@@ -259,7 +259,7 @@ def _match(specs: list[IoSpec], layers, what: str) -> list:
     return list(layers)
 
 
-def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = Tolerance(),
+def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance | None = None,
            per_layer: bool = False, report=None, armnn_runtime: str | None = None,
            source_format: str | None = None) -> VerifyResult:
     """Run `source` (path, bytes, onnx.ModelProto or tflite.Model) in its runtime and `armnn`
@@ -267,13 +267,15 @@ def verify(source, armnn, *, inputs=None, seed: int = 0, tolerance: Tolerance = 
     `armnn_runtime`, and compare their outputs. `inputs`: arrays in the source
     model's input order, or paths of .npy files / one .npz; default seeded
     random. `report`: the conversion report (Report, its dict, or a JSON path),
-    for layouts and, with per_layer, the node -> layers map."""
+    for layouts and, with per_layer, the node -> layers map. `tolerance`: its rtol and atol left
+    None are the network's defaults (verify_compare.FLOAT32, or FLOAT16 for a Float16 network)."""
     report = _report_dict(report)
     src = source_model(source, source_format)
     if (report or {}).get("input_values"):  # inputs the conversion fixed: fed their values, not random ones
         from .input_values import FixedSource
         src = FixedSource(src, report["input_values"])
     graph, data = _armnn(armnn)
+    tolerance = (tolerance or Tolerance()).resolved(float16=_computes_float16(graph))
     in_layers = _match(src.inputs, graph.input_layers, "inputs")
     out_layers = _match(src.outputs, graph.output_layers, "outputs")
     arrays, how = _source_inputs(src.inputs, [l.outputs[0] for l in in_layers], inputs, seed)
@@ -356,6 +358,10 @@ def _compare_outputs(specs: list[IoSpec], out_layers, ref, got, out_perm: dict, 
             ways = ways[:1]  # the report says which layout the output has
         comps.append(compare(spec.name, r, spec.quant, g, info, tolerance, ways, _dequantized_step(layer.inputs[0])))
     return comps
+
+
+def _computes_float16(graph: Graph) -> bool:
+    return any(o.dtype == DataType.Float16 for l in graph.layers for o in l.outputs)
 
 
 def _dequantized_step(port) -> float | None:
