@@ -8,6 +8,7 @@ from .errors import ArmnnImportError, ConversionError, LoadError, UnsupportedMod
 from .gcpolicy import fewer_collections
 from .plugin import CONV_BIAS, LAYOUTS, ConvertOptions
 from .ir.graph import Graph
+from .ir.types import DataType
 from .report import Report
 
 
@@ -62,7 +63,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
             keep_io_layout: bool = False, fp16: bool = False, dequantize: bool = False,
             conv_bias: str = "add", target: str | None = None, report: Report | None = None,
             fp16_force: bool = False, fp16_inputs=None, fp16_weights: bool = False,
-            check_passes: bool | None = None, input_values: dict | None = None,
+            fp16_io: str = "float16", check_passes: bool | None = None, input_values: dict | None = None,
             layer_names: str = "auto") -> ConversionResult:
     """Convert an ONNX or TFLite model (path, bytes, onnx.ModelProto or
     tflite.Model) to an Arm NN network. Raises ArmnnImportError subclasses.
@@ -76,8 +77,8 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     fp16: the whole network in Float16, after a range check that runs the float network
     on `fp16_inputs` (arrays in input order or by name, or paths of .npy files / one .npz;
     None: seeded random) and refuses it when a layer exceeds 32,768 (fp16_range.SAFE_BOUND),
-    unless `fp16_force`. fp16_weights: Float16 constants widened to Float32 at run time
-    (refused where the target has no layer to widen them).
+    unless `fp16_force`. fp16_io: its float inputs and outputs, "float16" or "float32" (a Cast at
+    each: 23.08 on). fp16_weights: Float16 constants widened to Float32 at run time (refused).
 
     input_values: {input name: value} (a number, a sequence, an array or the CLI's text
     "v,v,..."): the input becomes a constant of that value in the model's shape and dtype,
@@ -88,12 +89,12 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     "auto": short from 23.08 on, whose runtime rebuilds each name per inference (passes/names.py).
     check_passes: verify the graph after every pass (--debug; default: the
     ARMNN_IMPORT_CHECK_PASSES environment variable), not only before and after them."""
-    target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs)
+    target = _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs, fp16_io)
     from .passes.names import check_policy
     check_policy(layer_names)
     options = ConvertOptions(dict(input_shapes or {}), layout, keep_io_layout, fp16, dequantize, conv_bias,
                              fp16_force=fp16_force, fp16_inputs=fp16_inputs, fp16_weights=fp16_weights,
-                             target=target.release, input_values=dict(input_values or {}),
+                             fp16_io=fp16_io, target=target.release, input_values=dict(input_values or {}),
                              layer_names=layer_names)
     report = report or Report()
     report.target = target.release
@@ -120,7 +121,7 @@ def convert(model, *, input_shapes: dict | None = None, layout: str = "keep",
     return ConversionResult(graph, report)
 
 
-def _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs):
+def _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, fp16_inputs, fp16_io):
     """The Target of `target`, once convert()'s options are found consistent (else ConversionError)."""
     from .target import get as get_target
     target = get_target(target)
@@ -135,7 +136,36 @@ def _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, f
     if fp16_weights:
         from .passes.fp16 import check_fp16_weights
         check_fp16_weights(target)  # refuses: no target has the layer yet (one that has it also needs the pass)
+    _check_fp16_io(fp16_io, fp16, target)
     return target
+
+
+FP16_IO = ("float16", "float32")
+FP16_IO_NOTE = ("--fp16-io float32: Float32 inputs and outputs with a Cast layer at each (Arm NN 23.08 "
+                "saturates inputs beyond +-65504 to +-65504, where a float32 model gives inf)")
+
+
+def _check_fp16_io(fp16_io: str, fp16: bool, target) -> None:
+    if fp16_io not in FP16_IO:
+        raise ConversionError(f"fp16_io must be one of {', '.join(FP16_IO)}, not {fp16_io!r}")
+    if fp16_io == "float32" and not fp16:
+        raise ConversionError("fp16_io goes with fp16=True (the inputs and outputs of a Float16 network)")
+    if fp16_io == "float32" and not target.at_least("23.08"):
+        raise ConversionError(f"--fp16-io float32: the Arm NN {target.release} format has no Cast layer to "
+                              "convert Float32 inputs and outputs of a Float16 network; use --target 23.08, "
+                              "or --fp16-io float16 (inputs and outputs in Float16)")
+
+
+def _fp16_edges(graph: Graph, report: Report, options: ConvertOptions) -> None:
+    """--fp16-io float32: every Float16 input and output of the network gets a Cast at its edge."""
+    if options.fp16 and options.fp16_io == "float32":
+        floats = [l.name for l in graph.input_layers if l.outputs[0].dtype == DataType.Float16]
+        floats += [l.name for l in graph.output_layers if l.inputs[0].info.dtype == DataType.Float16]
+        report.float32_edges = list(dict.fromkeys(report.float32_edges + floats))
+        report.warn(FP16_IO_NOTE)
+    if report.float32_edges:
+        from .passes.fp16 import float32_edges
+        float32_edges(graph, report.float32_edges)
 
 
 def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check_passes,
@@ -146,7 +176,7 @@ def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check
     check_network(graph)  # before constant folding allocates what the frontend only declared
     from .passes import pipeline, run_pipeline
     from .ir.axes import TO_NCHW, TO_NHWC
-    from .passes.fp16 import float32_edges, to_float16
+    from .passes.fp16 import to_float16
     from .passes.io_layout import set_io_layout
     with report.phase("passes"):
         if io_layout != source_layout:
@@ -157,8 +187,7 @@ def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check
             _check_range(graph, report, options, permuted=io_layout != source_layout)
         if options.fp16 or report.float16_network:
             to_float16(graph, report)
-        if report.float32_edges:
-            float32_edges(graph, report.float32_edges)
+        _fp16_edges(graph, report, options)
         from .passes.names import short_names, wants_short_names
         if wants_short_names(options.layer_names, graph.target):
             short_names(graph, report)

@@ -83,6 +83,9 @@ def _add_convert(sub) -> argparse.ArgumentParser:
                         "layer beyond 32768 refuses the conversion")
     c.add_argument("--fp16-force", action="store_true",
                    help="with --fp16: write the file even when the range check fails (a warning)")
+    c.add_argument("--fp16-io", choices=("float16", "float32"), default="float16",
+                   help="with --fp16: the network's float inputs and outputs in Float16 (default), or in Float32 "
+                        "with a Cast layer at each (--target 23.08)")
     c.add_argument("--fp16-weights", action="store_true",
                    help="Float16 weights widened to Float32 at run time (refused in this format: it has no "
                         "layer to widen them)")

@@ -147,7 +147,7 @@ def _fp16_kwargs(args) -> dict:
         return {"fp16_weights": True}
     if not args.fp16:
         return {}
-    return {"fp16_force": args.fp16_force, "fp16_inputs": args.inputs}
+    return {"fp16_force": args.fp16_force, "fp16_inputs": args.inputs, "fp16_io": getattr(args, "fp16_io", "float16")}
 
 
 def _check_fp16_flags(args) -> None:
@@ -155,6 +155,8 @@ def _check_fp16_flags(args) -> None:
         raise UsageError("--fp16 and --fp16-weights exclude each other (Float16 compute, or Float16 weights only)")
     if args.fp16_force and not args.fp16:
         raise UsageError("--fp16-force goes with --fp16")
+    if getattr(args, "fp16_io", "float16") != "float16" and not args.fp16:
+        raise UsageError("--fp16-io goes with --fp16")
     if args.inputs and not (args.fp16 or args.verify):
         raise UsageError("--inputs goes with --fp16 (its range check) or --verify")
 

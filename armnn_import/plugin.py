@@ -25,6 +25,7 @@ class ConvertOptions:
     fp16_force: bool = False      # write an --fp16 network whose range check failed (with a warning)
     fp16_inputs: object = None    # sample inputs of the --fp16 range check (None: seeded random)
     fp16_weights: bool = False    # Float16 constants widened to Float32 at run time
+    fp16_io: str = "float16"      # --fp16's float inputs and outputs: float16, or float32 (edge Casts, 23.08)
     target: str = "19.02"         # the Arm NN release whose format to write (armnn_import.target)
     # inputs fixed to a value, made constants by the frontend (armnn_import.input_values)
     input_values: dict | None = None
