@@ -197,6 +197,12 @@ def test_fp16_weights_refused_with_its_reason(zoo, tmp_path, capsys):
         check_fp16_weights()
     with pytest.raises(armnn_import.ConversionError, match="no layer that widens"):
         armnn_import.convert(str(model), fp16_weights=True)
+    # 23.08 has a Cast, but its weights live inside their layers in the files written
+    with pytest.raises(armnn_import.ConversionError, match=r"Arm NN 23.08 format .*\(its Cast layer could, but "
+                       r".*constantTensorsAsInputs 0\)"):
+        armnn_import.convert(str(model), fp16_weights=True, target="23.08")
+    with pytest.raises(armnn_import.ConversionError, match=r"Arm NN 20.08 format .*\(no Cast or ConvertFp16ToFp32"):
+        armnn_import.convert(str(model), fp16_weights=True, target="20.08")
 
 
 @pytest.mark.parametrize("args, message", [

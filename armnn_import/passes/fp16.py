@@ -106,9 +106,14 @@ def check_fp16_weights(target=None) -> LayerType:
     """Refuse --fp16-weights where `target` has no widening layer (see fp16_widening_layer)."""
     layer = fp16_widening_layer(target)
     if layer is None:
-        raise ConversionError(f"--fp16-weights: the Arm NN {target or '19.02'} format has no layer that widens "
-                              "Float16 constants to Float32 at run time (no Cast or ConvertFp16ToFp32 layer, "
-                              "and Arm NN 20.08's reference Dequantize takes only quantized inputs), so Float16 "
-                              "weights cannot feed a Float32 network; convert without it (Float32), or with "
-                              "--fp16 (everything in Float16)")
+        release = getattr(target, "release", target) or "19.02"
+        why = ("its Cast layer could, but its files keep each layer's weights inside the layer "
+               "(featureVersions.constantTensorsAsInputs 0), so no Cast can sit between them"
+               if release == "23.08" else
+               "no Cast or ConvertFp16ToFp32 layer, and Arm NN 20.08's reference Dequantize takes only "
+               "quantized inputs")
+        raise ConversionError(f"--fp16-weights: the Arm NN {release} format has no layer that widens Float16 "
+                              f"constants to Float32 at run time ({why}), so Float16 weights cannot feed a "
+                              "Float32 network; convert without it (Float32), or with --fp16 (everything in "
+                              "Float16)")
     return layer
