@@ -67,3 +67,19 @@ def converted(path: Path):
     """armnn_import.convert(path), once per test session."""
     import armnn_import
     return armnn_import.convert(path)
+
+
+def flip_weight(result, layer_type):
+    """Make one weight of the middle layer of `layer_type` ten times larger, the other sign
+    (a broken network that verify must fail). Returns that layer."""
+    import numpy as np
+    from armnn_import.ir.types import ConstTensor
+    layers = [l for l in result.network.layers if l.type == layer_type]
+    layer = layers[len(layers) // 2]
+    w = layer.tensors["weights"]
+    data = w.data.copy()
+    flat = data.reshape(-1)
+    k = int(np.argmax(np.abs(flat)))
+    flat[k] = -10 * flat[k]
+    layer.tensors["weights"] = ConstTensor(data, w.info)
+    return layer

@@ -15,7 +15,7 @@ from armnn_import.serialize import read
 from armnn_import.verify_cmd import MissingRuntimeError, Tolerance, VerifyError, verify
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # pytest runs with --import-mode=importlib
-from reference_models import ROOT, converted, params  # noqa: E402
+from reference_models import ROOT, converted, flip_weight, params  # noqa: E402
 
 # With verify's seeded random inputs (8-bit inputs over their whole range), these quantized
 # outputs are off by more than 1 LSB. All hold per-channel int8 weights: a convolution keeps them
@@ -71,24 +71,11 @@ def test_wider_tolerances_are_requantizations(model_id):
                for q in report.quantization), report.quantization
 
 
-def _flip(result, layer_type):
-    """Make one weight of the middle layer of `layer_type` ten times larger."""
-    layers = [l for l in result.network.layers if l.type == layer_type]
-    layer = layers[len(layers) // 2]
-    w = layer.tensors["weights"]
-    data = w.data.copy()
-    flat = data.reshape(-1)
-    k = int(np.argmax(np.abs(flat)))
-    flat[k] = -10 * flat[k]
-    layer.tensors["weights"] = ConstTensor(data, w.info)
-    return layer
-
-
 def test_flipped_weight_fails_and_per_layer_names_the_layer(tmp_path, capsys):
     import armnn_import
 
     result = armnn_import.convert(ONNX_RESNET)
-    layer = _flip(result, LayerType.Convolution2d)
+    layer = flip_weight(result, LayerType.Convolution2d)
     broken = tmp_path / "broken.armnn"
     result.save(broken)
     report = tmp_path / "report.json"
@@ -112,7 +99,7 @@ def test_flipped_weight_in_tflite_model_named_by_its_node(tmp_path):
     import armnn_import
 
     result = armnn_import.convert(TFLITE_SENSITIVE)
-    layer = _flip(result, LayerType.Convolution2d)
+    layer = flip_weight(result, LayerType.Convolution2d)
     check = verify(TFLITE_SENSITIVE, result.to_bytes(), report=result.report, per_layer=True)
     assert not check.ok
     # a TFLite node (conv + bias + fused activation) is several layers; its last one shows the error

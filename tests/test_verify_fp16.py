@@ -13,12 +13,12 @@ import pytest
 import armnn_import
 from armnn_import import cli
 from armnn_import.errors import UnsupportedModelError
-from armnn_import.ir.types import ConstTensor, LayerType
+from armnn_import.ir.types import LayerType
 from armnn_import.verify_cmd import Tolerance, verify
 from armnn_import.verify_compare import FLOAT16, FLOAT32
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_models import ROOT, all_models  # noqa: E402
+from reference_models import ROOT, all_models, flip_weight  # noqa: E402
 
 # float models with stored inputs whose Float16 networks are off by more than the Float32
 # defaults allow (checked below), so the Float16 defaults are what lets them pass
@@ -88,15 +88,8 @@ def test_wrong_weight_in_a_float16_network_still_fails(armnn_runner_for):
     model = "onnx/resnet_small.onnx"
     xs = _inputs(model)
     result = armnn_import.convert(ROOT / model, fp16=True, fp16_inputs=xs)
-    convs = [l for l in result.network.layers if l.type == LayerType.Convolution2d]
-    layer = convs[len(convs) // 2]
-    w = layer.tensors["weights"]
-    data = w.data.copy()
-    flat = data.reshape(-1)
-    k = int(np.argmax(np.abs(flat)))
-    flat[k] = -10 * flat[k]
-    layer.tensors["weights"] = ConstTensor(data, w.info)
-    assert data.dtype == np.float16
+    layer = flip_weight(result, LayerType.Convolution2d)
+    assert layer.tensors["weights"].data.dtype == np.float16
     for runtime in (None, armnn_runner_for("20.08").path):
         check = verify(ROOT / model, result.to_bytes(), inputs=xs, armnn_runtime=runtime)
         assert not check.ok, check.format()
