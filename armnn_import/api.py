@@ -141,8 +141,8 @@ def _checked_target(target, layout, conv_bias, fp16, fp16_weights, fp16_force, f
 
 
 FP16_IO = ("float16", "float32")
-FP16_IO_NOTE = ("--fp16-io float32: Float32 inputs and outputs with a Cast layer at each (Arm NN 23.08 "
-                "saturates inputs beyond +-65504 to +-65504, where a float32 model gives inf)")
+FP16_IO_NOTE = ("--fp16-io float32: Float32 inputs and outputs with a Cast layer at each (Arm NN 23.08's Cast "
+                "saturates: an input beyond +-65504, inf included, is +-65504 inside the network)")
 
 
 def _check_fp16_io(fp16_io: str, fp16: bool, target) -> None:

@@ -87,8 +87,8 @@ def _add_convert(sub) -> argparse.ArgumentParser:
                    help="with --fp16: the network's float inputs and outputs in Float16 (default), or in Float32 "
                         "with a Cast layer at each (--target 23.08)")
     c.add_argument("--fp16-weights", action="store_true",
-                   help="Float16 weights widened to Float32 at run time (refused in this format: it has no "
-                        "layer to widen them)")
+                   help="Float16 weights widened to Float32 at run time (refused at every target: no format "
+                        "written has a layer between a weight and its layer to widen it)")
     c.add_argument("--inputs", nargs="+", metavar="FILE",
                    help="sample inputs for the --fp16 range check and --verify: one .npy per model input, in "
                         "order, or one .npz (keys: input names or input_0, input_1, ...)")
