@@ -376,6 +376,16 @@ def build_gather(m, variant=None):
     m.out("y", m.g.add(LayerType.Gather, "gather", [params, idx], GatherDescriptor(axis)).out())
 
 
+def build_gather_nd(m):
+    """GatherNd (the 23.08 format): whole rows (ND 1), sub-tensors (ND 2) and elements (ND 3)."""
+    params = m.input("params", (5, 3, 4))
+    for nd, ishape in [(1, (2, 1)), (2, (2, 3, 2)), (3, (4, 3))]:
+        idx = m.g.add_input(f"indices{nd}", TensorInfo(ishape, S32))
+        m.inputs.append(np.stack([m.rng.integers(0, d, size=ishape[:-1]) for d in params.info.shape[:nd]],
+                                 -1).astype(np.int32))
+        m.out(f"y{nd}", m.g.add(LayerType.GatherNd, f"gather_nd{nd}", [params, idx]).out())
+
+
 def build_cast(m):
     """Cast (the 23.08 format): from the case's type to Float32 (from Float32: to Signed32)."""
     x = m.input("x", (2, 3, 5, 7))
@@ -749,7 +759,8 @@ BUILDERS = {
 }
 BUILDERS.update({t: (lambda m, t=t: build_binary(m, t)) for t in BINARY_LAYERS})
 BUILDERS.update({LayerType.Reduce: build_reduce, LayerType.LogicalBinary: build_logical_binary,
-                 LayerType.Tile: build_tile, LayerType.ReverseV2: build_reverse_v2})
+                 LayerType.Tile: build_tile, LayerType.ReverseV2: build_reverse_v2,
+                 LayerType.GatherNd: build_gather_nd})
 assert set(BUILDERS) == set(LayerType)
 
 
@@ -952,7 +963,7 @@ ON_23_08: dict[tuple, tuple[str, object]] = {
     # the 23.08 format's layers: RefLayerSupport lists Signed32 (no Boolean) for these, and
     # LogicalBinary's Boolean inputs come from Comparisons of every type
     **{(_lt, None, S32, None): ("pass", "23.08's CpuRef runs it in Signed32 (through float: exact within 2^24)")
-       for _lt in (LayerType.Reduce, LayerType.Tile, LayerType.ReverseV2)},
+       for _lt in (LayerType.Reduce, LayerType.Tile, LayerType.ReverseV2, LayerType.GatherNd)},
     (LayerType.LogicalBinary, None, S32, None): ("pass", "on the Comparisons' Boolean results"),
     (LayerType.LogicalBinary, None, BOOL, None): ("pass", "on the Comparisons' Boolean results"),
     # 23.08 turns these layers into one ElementwiseBinary layer, which CpuRef has for no Boolean

@@ -1,4 +1,4 @@
-"""The 23.08 format's Reduce, LogicalBinary, Tile and ReverseV2 layers, following Arm NN
+"""The 23.08 format's Reduce, LogicalBinary, Tile, ReverseV2 and GatherNd layers, following Arm NN
 23.08's CpuRef (src/backends/reference/workloads/Reduce.cpp, RefLogicalBinaryWorkload.cpp,
 Tile.cpp, ReverseV2Impl.cpp): every one but LogicalBinary decodes to float32 and encodes
 the result into the output's type."""
@@ -67,3 +67,20 @@ def reverse_v2(layer, ins, infos):
     if any(not 0 <= a < x.ndim for a in axes):
         raise ExecutionError(f"{layer.name}: axes {sorted(axes)} out of range for rank {x.ndim}")
     return [encode(np.flip(x, tuple(sorted(axes))) if axes else x, layer.outputs[0])]
+
+
+@layer_fn(LayerType.GatherNd)
+def gather_nd(layer, ins, infos):
+    # RefGatherNdWorkload.cpp: each index tuple is flattened with the params' row-major strides,
+    # unchecked per component, then Gather.cpp takes row (flat) of params as [K, C]: a negative
+    # flat index wraps once, one past K fails. A component out of its range would give another
+    # element, so the executor refuses it instead.
+    params, idx = ins[0], np.asarray(ins[1]).astype(np.int64)
+    nd = idx.shape[-1]
+    dims = np.asarray(params.shape[:nd], np.int64)
+    if idx.size and ((idx < 0) | (idx >= dims)).any():
+        raise ExecutionError(f"{layer.name}: GatherNd index outside params {params.shape[:nd]} "
+                             "(Arm NN flattens the components unchecked and gathers another element)")
+    flat = np.ravel_multi_index(tuple(idx.reshape(-1, nd).T), tuple(dims)) if idx.size else np.zeros(0, np.int64)
+    rows = decode(params, infos[0]).reshape(int(np.prod(dims)), -1)[flat]
+    return [encode(rows.reshape(layer.outputs[0].shape), layer.outputs[0])]

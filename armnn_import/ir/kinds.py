@@ -129,6 +129,8 @@ LAYER_KINDS.update({
     LayerType.Tile: LayerKind("TileLayer", TileDescriptor, (), since="23.08"),
     # the axes to reverse are a second input (a Signed32 tensor), not a descriptor
     LayerType.ReverseV2: LayerKind("ReverseV2Layer", None, (), since="23.08"),
+    # (params, Signed32 indices [..., ND]): no descriptor (GatherNdLayer.cpp)
+    LayerType.GatherNd: LayerKind("GatherNdLayer", None, (), since="23.08"),
 })
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

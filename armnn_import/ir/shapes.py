@@ -20,7 +20,8 @@ NUM_INPUTS.update({t: 2 for t in BINARY_LAYERS})
 NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 2,
                    LayerType.Merger: None, LayerType.Comparison: 2, LayerType.Prelu: 2})
 NUM_INPUTS[LayerType.Concat] = None
-NUM_INPUTS.update({LayerType.LogicalBinary: 2, LayerType.ReverseV2: 2})  # (ReverseV2: data, axes)
+NUM_INPUTS.update({LayerType.LogicalBinary: 2, LayerType.ReverseV2: 2,  # (ReverseV2: data, axes)
+                   LayerType.GatherNd: 2})
 NUM_INPUTS[LayerType.Stack] = None
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
@@ -234,7 +235,7 @@ _RULES.update({
     LayerType.Convolution3d: R.conv3d, LayerType.Pooling3d: R.pool3d,  # (weights and bias as inputs)
     LayerType.Reduce: _mean, LayerType.LogicalBinary: _comparison, LayerType.Tile: R.tile,
     LayerType.ReverseV2: _same, LayerType.SpaceToDepth: R.depth_space, LayerType.DepthToSpace: R.depth_space,
-    LayerType.InstanceNormalization: _same, LayerType.Stack: R.stack,
+    LayerType.InstanceNormalization: _same, LayerType.Stack: R.stack, LayerType.GatherNd: R.gather_nd,
 })
 NUM_OUTPUTS[LayerType.Splitter] = None  # one a view
 _RULES[LayerType.Splitter] = R.splitter

@@ -96,6 +96,17 @@ def tile(layer, ins):
     return [ins[0].with_shape(tuple(d * k for d, k in zip(x, m)))]
 
 
+def gather_nd(layer, ins):
+    """GatherNdLayer::InferOutputShapes: indices[:-1] + params[indices[-1]:]."""
+    x, idx = ins[0].shape, ins[1].shape
+    nd = idx[-1] if idx else 0
+    out = tuple(idx[:-1]) + tuple(x[nd:])
+    if not 1 <= nd <= len(x) or not out:
+        raise GraphError(f"{layer.name}: indices {tuple(idx)} for params {tuple(x)} (the last index "
+                         "dimension must be 1 to the params' rank, and the result at least 1-D)")
+    return [ins[0].with_shape(out)]
+
+
 def depth_space(layer, ins):
     """SpaceToDepth: blocks of H and W into the channels (C * b * b, H / b, W / b); DepthToSpace back."""
     d, x = layer.desc, list(ins[0].shape)

@@ -165,6 +165,7 @@ class LayerType(IntEnum):
     Reduce = 60
     ReverseV2 = 70
     Tile = 71
+    GatherNd = 67
     SpaceToDepth = 40
     DepthToSpace = 49
     InstanceNormalization = 50

@@ -86,8 +86,23 @@ def _tile_rule(layer, ins):
     return []
 
 
+_GATHER_ND_TYPES = (DataType.Float32, DataType.Float16, DataType.QAsymmS8, DataType.QuantisedAsymm8,
+                    DataType.QSymmS16, DataType.Signed32)  # (RefLayerSupport::IsGatherNdSupported)
+
+
+def _gather_nd_rule(layer, ins):
+    x, idx = ins
+    if idx.dtype != DataType.Signed32:
+        return [f"indices (input 1) are {idx.dtype.name}; GatherNd takes Signed32"]
+    if x.dtype not in _GATHER_ND_TYPES:
+        return [f"params are {x.dtype.name}; Arm NN 23.08's CpuRef GatherNd takes "
+                f"{', '.join(t.name for t in _GATHER_ND_TYPES)}"]
+    return []
+
+
 RULES.update({LayerType.Reduce: _reduce_rule, LayerType.LogicalBinary: _logical_rule,
-               LayerType.ReverseV2: _reverse_rule, LayerType.Tile: _tile_rule})
+               LayerType.ReverseV2: _reverse_rule, LayerType.Tile: _tile_rule,
+               LayerType.GatherNd: _gather_nd_rule})
 
 
 def _transpose(layer, ins):

@@ -123,6 +123,11 @@ class FormatLayers:
             return self.permute(y, back, f"{name}_back")
         return self.add(LayerType.Gather, name, [params, indices], D.GatherDescriptor(axis))
 
+    def gather_nd(self, params: Port, indices: Port, name: str) -> Port:
+        """params[tuple(indices[..., :])] for run-time Signed32 index tuples inside params'
+        leading dimensions: a GatherNd layer (the 23.08 format)."""
+        return self.add(LayerType.GatherNd, name, [params, indices])
+
     def cast(self, x: Port, dtype: DataType, name: str) -> Port:
         """x converted to `dtype` (Cast layer, the 23.08 format): float -> int truncates,
         int -> float rounds to nearest, float32 <-> float16 rounds to nearest."""

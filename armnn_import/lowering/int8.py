@@ -53,7 +53,7 @@ S8_LAYERS = frozenset({
     LayerType.Comparison, LayerType.ElementwiseUnary, LayerType.Prelu, LayerType.TransposeConvolution2d,
     # the richer formats' structural layers (tests/test_q8.py runs their cases both ways too)
     LayerType.Concat, LayerType.Transpose, LayerType.Resize, LayerType.SpaceToDepth, LayerType.DepthToSpace,
-    LayerType.Stack, LayerType.Gather, LayerType.Tile, LayerType.ReverseV2, LayerType.Reduce,
+    LayerType.Stack, LayerType.Gather, LayerType.Tile, LayerType.ReverseV2, LayerType.Reduce, LayerType.GatherNd,
     LayerType.Splitter,  # (Splitter.cpp: each view decoded and encoded with the same quantization)
 })
 

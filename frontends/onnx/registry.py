@@ -27,7 +27,6 @@ REGISTRY.refuse("NonZero", "NonMaxSuppression",
                 reason="output shape depends on the data", code="dynamic-shape")
 REGISTRY.refuse("ScatterND", "ScatterElements", reason="no scatter operation in Arm NN's early layer set")
 REGISTRY.refuse("GatherElements", reason="no per-element gather in Arm NN's early layer set")
-REGISTRY.refuse("GatherND", reason="no multi-dimensional gather in Arm NN's early layer set")
 REGISTRY.refuse("CumSum", reason="no cumulative sum in Arm NN's early layer set")
 REGISTRY.refuse("If", reason="its condition is computed at run time, and Arm NN has no control flow (an If "
                              "whose condition folds to a constant, such as a shape test, is lowered as the "

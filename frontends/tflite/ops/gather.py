@@ -8,6 +8,8 @@ import numpy as np
 from armnn_import.ir.types import ConstTensor, DataType, LayerType, TensorInfo
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.gather import gather_const as lowering_gather_const
+from armnn_import.lowering.gather_nd import gather_nd_const, gather_nd_runtime
+from armnn_import.lowering.qround import relabel
 
 from . import REGISTRY
 from .common import all_const as _all_const
@@ -101,6 +103,43 @@ def gather_runtime(ctx, op, axis: int):
     ctx.report.warn(f"{name}: run-time GATHER indices must lie in [{lo}, {wrap or params.info.shape[axis]}) "
                     "(Arm NN 20.08 reads out of bounds past the end, 23.08 fails)")
     return nb.gather(params, indices, axis, name)
+
+
+def _check_gather_nd(op, ctx):
+    if not ctx.is_const(op.inputs[1]):
+        if not ctx.b.g.target.at_least("23.08"):
+            return ("indices computed at run time need Arm NN's GatherNd layer (the 23.08 format)",
+                    "convert with --target 23.08, or make the indices constant")
+        if ctx.dtype_of(op.inputs[1]) != DataType.Signed32:
+            return "run-time indices must be int32 (Arm NN's GatherNd takes Signed32 indices)"
+    return None
+
+
+@REGISTRY.register("GATHER_ND", since=1, until=5, inputs=2, foldable=True, check=_check_gather_nd,
+                   layers=("Reshape", "StridedSlice", "Merger", "FullyConnected", "Gather", "Constant", "GatherNd",
+                           "Permute"),
+                   notes="constant indices on every target; run-time int32 ones (in [0, dim)) from --target 23.08")
+def gather_nd(ctx, op):
+    name, (xi, ii) = ctx.name(op), op.inputs[:2]
+    if _all_const(ctx, op):
+        v, idx = np.asarray(_value(ctx, xi)), ctx.ints(ii)
+        nd = idx.shape[-1] if idx.ndim else 0
+        if not 1 <= nd <= v.ndim or ((idx < 0) | (idx >= np.asarray(v.shape[:nd]))).any():
+            raise Unsupported(f"indices {idx.shape} out of range for a constant of shape {v.shape}")
+        _fold_size(idx.shape[:-1] + v.shape[nd:], "GATHER_ND")
+        return v[tuple(np.moveaxis(idx, -1, 0))]
+    x = ctx.port(xi)
+    if ctx.is_const(ii):
+        idx = ctx.ints(ii)
+        if idx.ndim == 0 or (idx < 0).any():  # (TFLite fails on a negative index)
+            raise Unsupported(f"GATHER_ND indices {idx.tolist()} must be non-negative tuples")
+        y = gather_nd_const(ctx.b, x, idx, name, max_slices=MAX_SLICES)
+        nd = idx.shape[-1]
+        y = ctx.b.reshape(y, _scalar_shape(idx.shape[:-1] + x.info.shape[nd:]), f"{name}_shape")
+    else:
+        y = gather_nd_runtime(ctx.b, x, ctx.port(ii), name)
+    q = ctx.out_quant(op)  # (LiteRT copies the bytes: read them with the output's quantization)
+    return y if q is None else relabel(ctx.b, y, q, f"{name}_bytes")
 
 
 def _twice(table, axis: int):
