@@ -76,6 +76,21 @@ def test_onnx_runtime_indices_at_23_08(dshape, ishape, b, dtype, np_dtype, armnn
     np.testing.assert_array_equal(got.reshape(want.shape), want)
 
 
+@pytest.mark.parametrize("target, release", [r for r in READS if r[0] != "19.02"])
+def test_onnx_constant_indices_into_int32_data(target, release, armnn_runner_for):
+    """CpuRef slices no Signed32 tensor: int32 data takes a Gather layer of the flat row numbers."""
+    x = np.arange(60, dtype=np.int32).reshape(5, 3, 4) * 1000
+    m = _onnx((5, 3, 4), (3, 2), 0, np.array([[4, 2], [0, -1], [1, 1]]), dtype=T.INT32)
+    got, = armnn_runner_for(release)(armnn_import.convert(m, target=target).to_bytes(), [x])
+    np.testing.assert_array_equal(got, _ort(m, {"x": x}))
+
+
+def test_int32_data_refused_at_19_02():
+    m = _onnx((5, 3, 4), (3, 2), 0, np.array([[4, 2], [0, 1], [1, 1]]), dtype=T.INT32)
+    with pytest.raises(ArmnnImportError, match="needs a Gather layer"):
+        armnn_import.convert(m, target="19.02")
+
+
 def test_cli_written_file_runs(tmp_path, armnn_runner_for):
     rng = np.random.default_rng(3)
     m = _onnx((5, 3, 4), (2, 2), 0)

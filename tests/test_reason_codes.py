@@ -81,7 +81,7 @@ CASES = {
          "custom", "custom operator 'MyOp'")],
     "inexpressible": [
         ("m.onnx", lambda p, mp: _onnx(p, [h.make_node("Cos", ["x"], ["y"], name="cos")], _x()),
-         "cos", "no trigonometric functions"),
+         "cos", "no cosine or tangent"),
         ("m.tflite", lambda p, mp: _tflite(p, lambda mb: mb.output(mb.op(
             "SIN", [mb.input("x", [1, 4])], out_shape=(1, 4), out_names=["sin"]))), "sin", "no exact lowering")],
     "needs-target": [

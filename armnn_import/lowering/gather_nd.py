@@ -35,6 +35,13 @@ def gather_nd_const(nb: NetBuilder, x: Port, idx: np.ndarray, name: str, *, max_
     flat = np.ravel_multi_index(tuple(np.where(idx < 0, idx + dims, idx).T), tuple(dims))
     rest = tuple(shape[nd:])
     rows = nb.reshape(x, (int(dims.prod()),) + rest, f"{name}_rows") if nd > 1 else x
+    if x.info.dtype in (DataType.Signed32, DataType.Boolean):
+        # CpuRef slices neither (StridedSlice, 20.08 and 23.08); its Gather moves Signed32
+        if x.info.dtype == DataType.Boolean or not nb.target.at_least("20.08"):
+            raise Unsupported(f"gathering {x.info.dtype.name} data needs a Gather layer (CpuRef slices no "
+                              f"{x.info.dtype.name} tensor)", "convert with --target 20.08 or later"
+                              if x.info.dtype == DataType.Signed32 else "")
+        return nb.gather(rows, nb.constant_layer(flat.astype(np.int32), f"{name}_indices"), 0, name)
     return gather_const(nb, rows, 0, flat, name, max_slices=max_slices)
 
 

@@ -12,31 +12,30 @@ from armnn_import.registry import OpRegistry, Refusal
 REGISTRY = OpRegistry("onnx")
 register = REGISTRY.register
 
-# ONNX operators with no exact lowering onto the 32 Arm NN layers, and why (the reason of a node
+# ONNX operators with no exact lowering onto the layers of any target, and why (the reason of a node
 # of theirs). Anything else unregistered is refused as unsupported-op. (Log, Sin, LogSoftmax,
 # ReduceLogSum, ArgMax/ArgMin and (De)QuantizeLinear were here too, before they had converters for
 # the richer targets: their entries refuse the older formats with needs-target, and no opset
 # lacks an entry, so these reasons were never shown. tests/test_reason_codes.py keeps the two apart.)
-REGISTRY.refuse("ReduceLogSumExp", reason="needs a logarithm, which Arm NN's early layer set lacks")
 REGISTRY.refuse("Erf",
                 reason="no error function in any Arm NN release written (19.02, 20.08, 23.08); "
                        "Gelu with approximate='tanh' is supported")
-REGISTRY.refuse("Cos", "Tan", reason="no trigonometric functions in Arm NN's early layer set")
-REGISTRY.refuse("TopK", reason="no sorting in Arm NN's early layer set")
+REGISTRY.refuse("Cos", "Tan", reason="no cosine or tangent in any Arm NN release written (19.02, 20.08, 23.08): 23.08 has Sin only")
+REGISTRY.refuse("TopK", reason="no sorting in any Arm NN release written (19.02, 20.08, 23.08)")
 REGISTRY.refuse("NonZero", "NonMaxSuppression",
                 reason="output shape depends on the data", code="dynamic-shape")
-REGISTRY.refuse("ScatterND", "ScatterElements", reason="no scatter operation in Arm NN's early layer set")
-REGISTRY.refuse("GatherElements", reason="no per-element gather in Arm NN's early layer set")
-REGISTRY.refuse("CumSum", reason="no cumulative sum in Arm NN's early layer set")
+REGISTRY.refuse("ScatterND", "ScatterElements", reason="no scatter operation in any Arm NN release written (19.02, 20.08, 23.08)")
+REGISTRY.refuse("GatherElements", reason="no per-element gather in any Arm NN release written (19.02, 20.08, 23.08)")
+REGISTRY.refuse("CumSum", reason="no cumulative sum in any Arm NN release written (19.02, 20.08, 23.08)")
 REGISTRY.refuse("If", reason="its condition is computed at run time, and Arm NN has no control flow (an If "
                              "whose condition folds to a constant, such as a shape test, is lowered as the "
                              "branch it takes)")
 REGISTRY.refuse("Loop", "Scan", reason="control flow is only folded when every input it reads is constant")
-REGISTRY.refuse("Mod", reason="no modulo operation in Arm NN's early layer set")
-REGISTRY.refuse("BitShift", reason="no integer bit operations in Arm NN's early layer set")
-REGISTRY.refuse("Einsum", reason="no general tensor contraction in Arm NN's early layer set")
-REGISTRY.refuse("MaxUnpool", reason="needs a scatter, which Arm NN's early layer set lacks")
-REGISTRY.refuse("MaxRoiPool", "RoiAlign", reason="no region-of-interest pooling in Arm NN's early layer set")
+REGISTRY.refuse("Mod", reason="no modulo operation in any Arm NN release written (19.02, 20.08, 23.08)")
+REGISTRY.refuse("BitShift", reason="no integer bit operations in any Arm NN release written (19.02, 20.08, 23.08)")
+REGISTRY.refuse("Einsum", reason="no general tensor contraction in any Arm NN release written (19.02, 20.08, 23.08)")
+REGISTRY.refuse("MaxUnpool", reason="needs a scatter, which no Arm NN release written (19.02, 20.08, 23.08) has")
+REGISTRY.refuse("MaxRoiPool", "RoiAlign", reason="no region-of-interest pooling in any Arm NN release written (19.02, 20.08, 23.08)")
 # refused even when their inputs are constant (folding them would fix one draw)
 RANDOM_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike",
                         "Bernoulli", "Multinomial"})

@@ -94,8 +94,20 @@ def test_rich_target_files_all_load(results_rich):
 
 
 # (session 12's runs: 19.02 target 847 on 20.08 and 845 on 23.08, 20.08 target 913, 23.08 target 959;
-# session 15: 23.08 target 961, the float16 <-> float32 edge Casts)
-PASS_FLOORS = {"20.08": (847, 913), "23.08": (845, 961)}
+# session 15: 23.08 target 961, the float16 <-> float32 edge Casts; session 18: GatherND)
+PASS_FLOORS = {"20.08": (848, 914), "23.08": (846, 964)}
+
+
+def test_gather_nd(results, results_rich, armnn_release_runner):
+    """Session 18: GatherND of constant index tuples (the cases' indices frozen) on every target;
+    of run-time ones, batch_dims=1 too, a GatherNd layer from the 23.08 format. int32 data cannot be
+    sliced on CpuRef: a Gather layer from the 20.08 format, refused at 19.02."""
+    for res, rich in ((results, False), (results_rich, True)):
+        cases = {k: v for k, v in res.items() if v[0] == "GatherND"}
+        want = {k: "refused" if not rich and "int32" in k else "pass" for k in cases}
+        assert len(cases) == 3 and {k: v[1] for k, v in cases.items()} == want, cases
+        if rich and armnn_release_runner.release == "23.08":
+            assert all(v[2] == "" for v in cases.values()), cases  # (not frozen: run-time indices)
 
 
 def test_float16_edge_casts_from_23_08(results_rich, armnn_release_runner):

@@ -222,3 +222,27 @@ def reduce_log_sum(ctx, node):
         if axes is not None else x
     y = ctx.b.unary(y, UnaryOperation.Log, f"{n}_log")
     return ctx.to_shape(y, _out_shape(shape, axes, keep) if axes is not None else shape, n)
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+@register("ReduceLogSumExp", since=1, layers=("Reduce", "Minimum", "Subtraction", "ElementwiseUnary", "Addition",
+                                              "Reshape", "Constant"), check=_AXES, needs="23.08",
+          notes="m + log(sum(exp(x - m))), m the largest finite value, as onnxruntime and onnx.reference compute it")
+def reduce_log_sum_exp(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(x)
+    axes, keep = _axes(ctx, node, len(shape))
+    if not shape or not _direct(ctx, x):
+        raise Unsupported(f"a {len(shape)}-D {x.info.dtype.name} input (the Reduce layer takes 1-D to 4-D float)")
+    if axes is None:  # (noop_with_empty_axes: log(exp(x)) = x)
+        return x
+    # The max keeps exp from overflowing. Arm NN's Reduce Max starts at -FLT_MAX (all -inf: -FLT_MAX);
+    # +inf is clamped to FLT_MAX so that inf - m stays inf, not NaN (the references skip infinities)
+    m = ctx.b.reduce(x, axes, True, ReduceOperation.Max, f"{n}_max")
+    m = binary(ctx, L.Minimum, m, np.full((1,) * len(shape), _FLT_MAX, np.float32), f"{n}_finite")
+    e = ctx.b.unary(ctx.b.binary(L.Subtraction, x, m, f"{n}_shift"), UnaryOperation.Exp, f"{n}_exp")
+    s = ctx.b.unary(ctx.b.reduce(e, axes, True, ReduceOperation.Sum, f"{n}_sum"), UnaryOperation.Log, f"{n}_log")
+    y = ctx.b.binary(L.Addition, s, m, f"{n}_add")
+    return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
