@@ -83,7 +83,7 @@ CASES = {
         ("m.onnx", lambda p, mp: _onnx(p, [h.make_node("Cos", ["x"], ["y"], name="cos")], _x()),
          "cos", "no cosine or tangent"),
         ("m.tflite", lambda p, mp: _tflite(p, lambda mb: mb.output(mb.op(
-            "SIN", [mb.input("x", [1, 4])], out_shape=(1, 4), out_names=["sin"]))), "sin", "no exact lowering")],
+            "COS", [mb.input("x", [1, 4])], out_shape=(1, 4), out_names=["cos"]))), "cos", "no cosine")],
     "needs-target": [
         ("m.onnx", lambda p, mp: _onnx(p, [h.make_node("ArgMax", ["x"], ["y"], name="argmax", axis=1)], _x()),
          "argmax", "needs the Arm NN 20.08 format")],
@@ -157,7 +157,7 @@ def test_ops_json_shows_refusals_and_codes(capsys):
     refused = {r["op"]: r for r in d["onnx"]["refused"]}
     assert refused["NonZero"]["code"] == "dynamic-shape" and "depends on the data" in refused["NonZero"]["reason"]
     assert refused["Cos"]["code"] == "inexpressible"
-    assert {r["op"] for r in d["tflite"]["refused"]} >= {"WHILE", "SIN", "COS"}
+    assert {r["op"] for r in d["tflite"]["refused"]} >= {"WHILE", "COS"}
     argmax = next(e for e in d["onnx"]["entries"] if e["op"] == "ArgMax")
     assert argmax["refusals"] == [{"code": "needs-target", "targets": ["19.02"], "reason": argmax["refusals"][0]["reason"],
                                    "hint": "convert with --target 20.08 (read by Arm NN 20.08 and later)"}]

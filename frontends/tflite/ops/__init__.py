@@ -17,8 +17,7 @@ REGISTRY.refuse("CALL_ONCE",
 REGISTRY.refuse("CALL", reason="calls another subgraph; only the main subgraph is converted")
 REGISTRY.refuse("LSTM", reason="recurrent cells have no Arm NN layer in this format")
 REGISTRY.refuse("SVDF", reason="no SVDF layer in this format")
-REGISTRY.refuse("LOG", "LOG_SOFTMAX", reason="no exact lowering (no Log activation)")
-REGISTRY.refuse("SIN", "COS", reason="no exact lowering")
+REGISTRY.refuse("COS", reason="no cosine in any Arm NN release written (19.02, 20.08, 23.08: Sin only, from 23.08)")
 REGISTRY.refuse("POW", reason="no exact lowering for a general power")
 REGISTRY.refuse("GELU", reason="no exact lowering (needs erf)")
 REGISTRY.refuse("SELECT", "SELECT_V2", reason="no select layer (only the negative-id wrap of a Keras 3 Embedding, "
@@ -28,6 +27,7 @@ from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # n
 from . import gather, pad, space  # noqa: E402,F401  (split from shape.py)
 from . import fully_connected, pool  # noqa: E402,F401  (split from conv.py)
 from . import attention  # noqa: E402,F401  (BATCH_MATMUL, ARG_MAX/ARG_MIN)
+from . import unary  # noqa: E402,F401  (LOG, SIN, LOG_SOFTMAX: the richer formats)
 from . import conv3d  # noqa: E402,F401  (CONV_3D, the 23.08 target)
 from . import logical  # noqa: E402,F401  (23.08: LOGICAL_AND/OR/NOT, REVERSE_V2)
 from . import custom  # noqa: E402,F401  (mediapipe's Convolution2DTransposeBias)

@@ -361,17 +361,19 @@ def prelu(ctx, op):
 
 
 def exp_port(nb, x, name):
-    """e^x = sigmoid(x) / sigmoid(-x), exact in real arithmetic and accurate to a
-    few float ulps (Arm NN's format has no Exp layer)."""
+    """e^x: one ElementwiseUnary Exp from the 23.08 format on (CpuRef's std::exp); before,
+    sigmoid(x) / sigmoid(-x), exact in real arithmetic and accurate to a few float ulps."""
+    if nb.g.target.has(L.ElementwiseUnary):  # (23.08: 20.08 cannot read the layer)
+        return nb.unary(x, UnaryOperation.Exp, name)
+    nb.report.decomposition("EXP", "sigmoid(x) / sigmoid(-x)")
     s = nb.activation(x, AF.Sigmoid, f"{name}_sig")
     r = nb.activation(nb.linear(x, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig_neg")
     return nb.binary(L.Division, s, r, name)
 
 
-@REGISTRY.register("EXP", since=1, until=2, check=_float_only, layers=("Activation", "Division"),
-                   notes="sigmoid(x) / sigmoid(-x)")
+@REGISTRY.register("EXP", since=1, until=2, check=_float_only, layers=("Activation", "Division", "ElementwiseUnary"),
+                   notes="from --target 23.08 one ElementwiseUnary Exp, before sigmoid(x) / sigmoid(-x)")
 def exp(ctx, op):
-    ctx.report.decomposition("EXP", "sigmoid(x) / sigmoid(-x)")
     return exp_port(ctx.b, ctx.port(op.inputs[0]), ctx.name(op))
 
 
