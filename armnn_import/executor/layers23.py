@@ -1,5 +1,5 @@
-"""The 23.08 format's Reduce, LogicalBinary, Tile, ReverseV2 and GatherNd layers, following Arm NN
-23.08's CpuRef (src/backends/reference/workloads/Reduce.cpp, RefLogicalBinaryWorkload.cpp,
+"""The 23.08 format's Reduce, LogicalBinary, Tile, ReverseV2, GatherNd and ElementwiseBinary layers, following
+Arm NN 23.08's CpuRef (src/backends/reference/workloads/Reduce.cpp, RefLogicalBinaryWorkload.cpp,
 Tile.cpp, ReverseV2Impl.cpp): every one but LogicalBinary decodes to float32 and encodes
 the result into the output's type."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExecutionError
-from ..ir.types import LayerType, LogicalBinaryOperation, ReduceOperation
+from ..ir.types import BinaryOperation, LayerType, LogicalBinaryOperation, ReduceOperation
 from .common import layer_fn
 from .numeric import F32, decode, encode
 
@@ -84,3 +84,20 @@ def gather_nd(layer, ins, infos):
     flat = np.ravel_multi_index(tuple(idx.reshape(-1, nd).T), tuple(dims)) if idx.size else np.zeros(0, np.int64)
     rows = decode(params, infos[0]).reshape(int(np.prod(dims)), -1)[flat]
     return [encode(rows.reshape(layer.outputs[0].shape), layer.outputs[0])]
+
+
+_BINARY_OPS = {BinaryOperation.Add: np.add, BinaryOperation.Div: np.divide, BinaryOperation.Maximum: np.maximum,
+               BinaryOperation.Minimum: np.minimum, BinaryOperation.Mul: np.multiply,
+               BinaryOperation.Sub: np.subtract, BinaryOperation.SqDiff: lambda a, b: (a - b) * (a - b),
+               BinaryOperation.Power: np.power}  # (Power.hpp: std::pow of two floats, as numpy's float32 power)
+
+
+@layer_fn(LayerType.ElementwiseBinary)
+def elementwise_binary(layer, ins, infos):
+    # RefElementwiseBinaryWorkload.cpp: both inputs decoded to float, broadcast, the result encoded
+    a, b = (decode(v, i) for v, i in zip(ins, infos))
+    if a.ndim != b.ndim:
+        raise ExecutionError(f"{layer.name}: inputs have ranks {a.ndim} and {b.ndim}")
+    with np.errstate(all="ignore"):
+        r = _BINARY_OPS[layer.desc.operation](a, b).astype(F32)
+    return [encode(r, layer.outputs[0])]

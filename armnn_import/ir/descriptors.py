@@ -11,7 +11,7 @@ from .types import (ActivationFunction, ArgMinMaxFunction, ComparisonOperation, 
                     NormalizationAlgorithmChannel, NormalizationAlgorithmMethod, OutputShapeRounding,
                     PaddingMethod, PoolingAlgorithm, UnaryOperation)
 from .types import PaddingMode, ResizeMethod
-from .types import LogicalBinaryOperation, ReduceOperation
+from .types import BinaryOperation, LogicalBinaryOperation, ReduceOperation
 
 
 @dataclass
@@ -321,6 +321,11 @@ class ReduceDescriptor:
 @dataclass
 class LogicalBinaryDescriptor:
     operation: LogicalBinaryOperation = LogicalBinaryOperation.LogicalAnd
+
+
+@dataclass
+class ElementwiseBinaryDescriptor:
+    operation: BinaryOperation = BinaryOperation.Add
 
 
 @dataclass

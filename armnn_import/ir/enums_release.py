@@ -54,3 +54,16 @@ class ReduceOperation(IntEnum):
 class LogicalBinaryOperation(IntEnum):
     LogicalAnd = 0
     LogicalOr = 1
+
+
+class BinaryOperation(IntEnum):
+    """The 23.08 format's ElementwiseBinary operations (the whole enum is as new as the layer;
+    the IR writes the older operations as their own layers, and uses this one for Power)."""
+    Add = 0
+    Div = 1
+    Maximum = 2
+    Minimum = 3
+    Mul = 4
+    Sub = 5
+    SqDiff = 6
+    Power = 7

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from .descriptors import (ActivationDescriptor, ArgMinMaxDescriptor, BatchMatMulDescriptor,
                           BatchNormalizationDescriptor, BatchToSpaceNdDescriptor, ComparisonDescriptor,
                           Convolution2dDescriptor, Convolution3dDescriptor, DepthToSpaceDescriptor,
-                          DepthwiseConvolution2dDescriptor, ElementwiseUnaryDescriptor,
+                          DepthwiseConvolution2dDescriptor, ElementwiseBinaryDescriptor, ElementwiseUnaryDescriptor,
                           FullyConnectedDescriptor, GatherDescriptor, InstanceNormalizationDescriptor,
                           L2NormalizationDescriptor, LSTM_TENSORS, LogSoftmaxDescriptor,
                           LogicalBinaryDescriptor, LstmDescriptor, MeanDescriptor,
@@ -131,6 +131,8 @@ LAYER_KINDS.update({
     LayerType.ReverseV2: LayerKind("ReverseV2Layer", None, (), since="23.08"),
     # (params, Signed32 indices [..., ND]): no descriptor (GatherNdLayer.cpp)
     LayerType.GatherNd: LayerKind("GatherNdLayer", None, (), since="23.08"),
+    # (two inputs broadcast as the binary layers; written for Power only)
+    LayerType.ElementwiseBinary: LayerKind("ElementwiseBinaryLayer", ElementwiseBinaryDescriptor, (), since="23.08"),
 })
 
 assert sum(k.since == "19.02" for k in LAYER_KINDS.values()) == 32

@@ -21,7 +21,7 @@ NUM_INPUTS.update({LayerType.Input: 0, LayerType.Constant: 0, LayerType.Gather: 
                    LayerType.Merger: None, LayerType.Comparison: 2, LayerType.Prelu: 2})
 NUM_INPUTS[LayerType.Concat] = None
 NUM_INPUTS.update({LayerType.LogicalBinary: 2, LayerType.ReverseV2: 2,  # (ReverseV2: data, axes)
-                   LayerType.GatherNd: 2})
+                   LayerType.GatherNd: 2, LayerType.ElementwiseBinary: 2})
 NUM_INPUTS[LayerType.Stack] = None
 NUM_OUTPUTS = {t: 1 for t in LayerType}
 NUM_OUTPUTS[LayerType.Output] = 0
@@ -236,6 +236,7 @@ _RULES.update({
     LayerType.Reduce: _mean, LayerType.LogicalBinary: _comparison, LayerType.Tile: R.tile,
     LayerType.ReverseV2: _same, LayerType.SpaceToDepth: R.depth_space, LayerType.DepthToSpace: R.depth_space,
     LayerType.InstanceNormalization: _same, LayerType.Stack: R.stack, LayerType.GatherNd: R.gather_nd,
+    LayerType.ElementwiseBinary: _binary,
 })
 NUM_OUTPUTS[LayerType.Splitter] = None  # one a view
 _RULES[LayerType.Splitter] = R.splitter

@@ -166,6 +166,7 @@ class LayerType(IntEnum):
     ReverseV2 = 70
     Tile = 71
     GatherNd = 67
+    ElementwiseBinary = 69
     SpaceToDepth = 40
     DepthToSpace = 49
     InstanceNormalization = 50
@@ -174,7 +175,8 @@ class LayerType(IntEnum):
 
 
 from .enums_release import (  # noqa: F401 (re-exported: the IR's enums are all in types)
-    ArgMinMaxFunction, ResizeMethod, PaddingMode, ComparisonOperation, UnaryOperation, ReduceOperation, LogicalBinaryOperation)
+    ArgMinMaxFunction, ResizeMethod, PaddingMode, ComparisonOperation, UnaryOperation, ReduceOperation, LogicalBinaryOperation,
+    BinaryOperation)
 
 
 # Enum values that a later format added to an enum of an earlier one, by (enum, value):

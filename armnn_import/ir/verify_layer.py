@@ -53,7 +53,7 @@ def check_layer(layer) -> list[str]:
 
     ins = [p.info for p in layer.inputs]
     problems += _RULES.get(t, no_rule)(layer, ins)
-    if t in BINARY_LAYERS or t in (LayerType.Merger, LayerType.Concat):
+    if t in BINARY_LAYERS or t in (LayerType.Merger, LayerType.Concat, LayerType.ElementwiseBinary):
         if len({i.dtype for i in ins}) > 1:
             problems.append(f"inputs mix data types {[i.dtype.name for i in ins]}; Arm NN needs them equal")
     if problems or t == LayerType.Input:

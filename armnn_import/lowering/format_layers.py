@@ -128,6 +128,12 @@ class FormatLayers:
         leading dimensions: a GatherNd layer (the 23.08 format)."""
         return self.add(LayerType.GatherNd, name, [params, indices])
 
+    def power(self, x: Port, e: Port, name: str) -> Port:
+        """x ** e, broadcast (an ElementwiseBinary Power layer, the 23.08 format): CpuRef's
+        std::pow of the two values as floats."""
+        x, e = self._equal_rank(x, e, name)
+        return self.add(LayerType.ElementwiseBinary, name, [x, e], D.ElementwiseBinaryDescriptor(D.BinaryOperation.Power))
+
     def cast(self, x: Port, dtype: DataType, name: str) -> Port:
         """x converted to `dtype` (Cast layer, the 23.08 format): float -> int truncates,
         int -> float rounds to nearest, float32 <-> float16 rounds to nearest."""

@@ -9,7 +9,7 @@ from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
-from ..registry import needs_const, register
+from ..registry import Refusal, needs_const, register
 from .common import INT_LAYERS, binary, broadcast, power, varying_axis
 
 BINARY = {"Add": L.Addition, "Sub": L.Subtraction, "Mul": L.Multiplication, "Div": L.Division}
@@ -94,10 +94,16 @@ def mean(ctx, node):
 
 
 def _pow_check(node, ctx):
+    target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
+    if target.has(L.ElementwiseBinary):
+        return None  # (a Power layer takes any float exponent, run-time too; int32 bases: the converter)
+    refusal = needs_const(1, what="exponent")(node, ctx)
+    if refusal:
+        return Refusal(refusal.reason, refusal.hint + "; or convert with --target 23.08 (a Power layer)", refusal.code)
     e = ctx.value(node, 1)
     if e is not None and (e.size == 0 or not all(_pow_ok(float(p)) for p in np.unique(e))):
         return (f"exponent {e.reshape(-1)[:4].tolist()} has no exact lowering (values >= 0, -0.5 or "
-                "integers are needed)", "")
+                "integers are needed)", "convert with --target 23.08: its Power layer takes any float exponent")
     return None
 
 
@@ -110,10 +116,12 @@ MAX_POW_SLICES = 16  # a per-element exponent: at most this many runs of one val
 
 @register("Pow", since=7, layers=("Activation", "Multiplication", "Division", "Rsqrt", "Normalization",
                                   "StridedSlice", "Merger", "Reshape", "Addition", "Subtraction", "Constant"),
-          check=lambda node, ctx: needs_const(1, what="exponent")(node, ctx) or _pow_check(node, ctx),
-          notes="a constant exponent; one varying along one axis: a slice per run of one value")
+          check=_pow_check, notes="before --target 23.08 a constant exponent (one varying along one axis: a "
+          "slice per run of one value); from 23.08 a float base to any other power is one ElementwiseBinary Power")
 def pow_(ctx, node):
     x, name = ctx.port(node, 0, dtypes=(DataType.Float32, DataType.Signed32)), ctx.name(node)
+    if _power_layer(ctx, node, x):
+        return _pow_layer(ctx, node, x, name)
     e = ctx.const(node, 1, "exponent")
     shape = ctx.lshape(x)
     if e.size == 1:
@@ -135,6 +143,31 @@ def pow_(ctx, node):
     parts = [_pow_scalar(ctx, ctx.b.take(x, axis, a, b, f"{name}_p{k}"), float(v[a]), f"{name}_pow{k}")
              for k, (a, b) in enumerate(zip(starts, starts[1:] + [len(v)]))]
     return ctx.b.concat(parts, axis, name)
+
+
+def _power_layer(ctx, node, x) -> bool:
+    """Whether x ** e is one Power layer (23.08, float32 x): for a run-time or per-element exponent,
+    or a scalar one that is neither an integer nor +-0.5 (those keep their exact special forms)."""
+    if not ctx.b.target.has(L.ElementwiseBinary) or x.info.dtype != DataType.Float32:
+        return False
+    e = ctx.value(node, 1)
+    if e is None or e.size != 1:
+        return True
+    p = float(e.reshape(-1)[0])
+    return not (p.is_integer() or abs(p) == 0.5)
+
+
+def _pow_layer(ctx, node, x, name):
+    e = ctx.val(node, 1)
+    if isinstance(e, Port):
+        if e.info.dtype == DataType.Signed32:  # (int32/int64 exponents: exact as float32 within 2^24)
+            e = ctx.b.cast(e, DataType.Float32, f"{name}_exponent")
+        elif e.info.dtype != DataType.Float32:
+            raise Unsupported(f"a {e.info.dtype.name} exponent at run time (the Power layer needs float32)")
+    else:
+        e = ctx.materialize(np.asarray(e, np.float32), f"{name}_exponent")
+    out = broadcast(ctx.lshape(x), ctx.lshape(e))
+    return ctx.to_shape(ctx.b.power(x, e, name), out, f"{name}_shape")
 
 
 def _pow_scalar(ctx, x, p, name):

@@ -1,6 +1,6 @@
 """LOG and SIN (an ElementwiseUnary layer of the 23.08 format), LOG_SOFTMAX (the 20.08 format's
-LogSoftmax) and EXP (one Exp layer from 23.08, sigmoid(x) / sigmoid(-x) before), judged on
-the Arm NN runtime of each target against LiteRT."""
+LogSoftmax), EXP (one Exp layer from 23.08, sigmoid(x) / sigmoid(-x) before) and POW (23.08: an
+ElementwiseBinary Power), judged on the Arm NN runtime of each target against LiteRT."""
 from __future__ import annotations
 
 import sys
@@ -48,3 +48,24 @@ def test_exp_is_one_layer_at_23_08():
     assert kinds == ["Input", "ElementwiseUnary", "Output"]
     assert "ElementwiseUnary" not in [layer.type.name for layer in
                                       armnn_import.convert(_model("EXP"), target="20.08").network.layers]
+
+
+@pytest.mark.parametrize("eshape, const", [((), True), ((7,), True), ((3, 1), False), ((2, 3, 7), False)])
+def test_pow_one_power_layer_at_23_08(eshape, const, armnn_runner_for):
+    """POW of float32 tensors (negative bases to fractional powers: NaN, as LiteRT's std::pow)."""
+    rng = np.random.default_rng(len(eshape))
+    mb = ModelBuilder()
+    x = mb.input("x", (2, 3, 7))
+    ev = rng.uniform(-2, 3, eshape).astype(np.float32)
+    mb.output(mb.op("POW", [x, mb.const("e", ev) if const else mb.input("e", eshape)]))
+    data = mb.build()
+    xv = rng.uniform(-3, 3, (2, 3, 7)).astype(np.float32)
+    ins = [xv] if const else [xv, ev]
+    want, = run_litert(data, ins)
+    assert np.isnan(want).any() and np.isfinite(want).any()
+    result = armnn_import.convert(data, target="23.08")
+    assert "ElementwiseBinary" in [layer.type.name for layer in result.network.layers]
+    got, = armnn_runner_for("23.08")(result.to_bytes(), ins)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, equal_nan=True)
+    with pytest.raises(armnn_import.ArmnnImportError, match="needs the Arm NN 23.08 format"):
+        armnn_import.convert(data, target="20.08")
