@@ -33,7 +33,6 @@ REGISTRY.refuse("If", reason="its condition is computed at run time, and Arm NN 
 REGISTRY.refuse("Loop", "Scan", reason="control flow is only folded when every input it reads is constant")
 REGISTRY.refuse("Mod", reason="no modulo operation in any Arm NN release written (19.02, 20.08, 23.08)")
 REGISTRY.refuse("BitShift", reason="no integer bit operations in any Arm NN release written (19.02, 20.08, 23.08)")
-REGISTRY.refuse("Einsum", reason="no general tensor contraction in any Arm NN release written (19.02, 20.08, 23.08)")
 REGISTRY.refuse("MaxUnpool", reason="needs a scatter, which no Arm NN release written (19.02, 20.08, 23.08) has")
 REGISTRY.refuse("MaxRoiPool", "RoiAlign", reason="no region-of-interest pooling in any Arm NN release written (19.02, 20.08, 23.08)")
 # refused even when their inputs are constant (folding them would fix one draw)

@@ -1,0 +1,90 @@
+"""Einsum of one or two operands, as the layers MatMul already uses (so on every target): each
+operand transposed to [batch, free, contracted] and flattened to a 3-D matrix stack, one MatMul
+(BatchMatMul from --target 23.08; FullyConnected for a constant operand; before 23.08 a
+Multiplication and Mean for two run-time ones), the result unflattened and transposed to the
+output's letters. One operand: a transpose."""
+from __future__ import annotations
+
+import numpy as np
+
+from armnn_import.ir.graph import Port
+from armnn_import.lowering import Unsupported
+
+from ..registry import register
+from .matrix import matmul
+
+
+def parse(equation: str, ranks: list[int]) -> tuple[list[str], str]:
+    """The operands' letters and the output's, '...' spelled out as upper-case letters; an
+    implicit output is the letters used once, in alphabetical order (after the ellipsis)."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise Unsupported(f"equation {equation!r} names {len(terms)} operands for {len(ranks)} inputs", code="bad-model")
+    ell = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t), default=0)
+    fill = "".join(chr(ord("A") + k) for k in range(ell))
+
+    def spell(t, rank=None):
+        if "..." in t:
+            n = ell if rank is None else rank - len(t.replace("...", ""))
+            t = t.replace("...", fill[ell - n:] if n > 0 else "")
+        return t
+    terms = [spell(t, r) for t, r in zip(terms, ranks)]
+    if any(len(t) != r or not t.isalpha() for t, r in zip(terms, ranks)):
+        raise Unsupported(f"equation {equation!r} does not match operands of ranks {ranks}", code="bad-model")
+    if arrow:
+        out = spell(out)
+    else:
+        once = sorted(c for c in set("".join(terms)) if "".join(terms).count(c) == 1 and c.islower())
+        out = fill + "".join(once)
+    return terms, out
+
+
+def _operand(ctx, v, letters: str, order: str, shape: tuple[int, ...], name: str):
+    """v with its axes in `order`, reshaped to `shape` (numpy for a constant)."""
+    perm = tuple(letters.index(c) for c in order)
+    if isinstance(v, Port):
+        return ctx.b.reshape(ctx.b.permute(v, perm, f"{name}_t"), shape, f"{name}_3d")
+    return np.ascontiguousarray(np.transpose(np.asarray(v, np.float32), perm)).reshape(shape)
+
+
+@register("Einsum", since=12, layers=("Permute", "Reshape", "FullyConnected", "BatchMatMul", "Multiplication", "Mean",
+                                      "Activation", "Merger", "StridedSlice", "Constant"),
+          notes="one or two operands, each letter of an operand in the other or in the output (no "
+                "diagonals, no sums over one operand's letter); batch letters of equal sizes")
+def einsum(ctx, node):
+    n = ctx.name(node)
+    vals = [ctx.val(node, i) for i in range(len(node.inputs))]
+    shapes = [tuple(ctx.lshape(v)) for v in vals]
+    terms, out = parse(str(ctx.attr(node, "equation", "")), [len(s) for s in shapes])
+    size = {}
+    for t, s in zip(terms, shapes):
+        if len(set(t)) != len(t):
+            raise Unsupported(f"operand {t!r} repeats a letter (a diagonal)")
+        for c, d in zip(t, s):
+            if size.setdefault(c, d) != d:
+                raise Unsupported(f"letter {c!r} has sizes {size[c]} and {d} (broadcasting is not supported)")
+    if len(set(out)) != len(out) or any(c not in size for c in out):
+        raise Unsupported(f"output {out!r} repeats a letter or names one no operand has", code="bad-model")
+    if len(terms) == 1:
+        if sorted(out) != sorted(terms[0]):
+            raise Unsupported(f"a sum over letters of one operand ({terms[0]}->{out})")
+        return ctx.b.permute(ctx.port(node, 0), tuple(terms[0].index(c) for c in out), n)
+    (a, b), (ta, tb) = vals, terms
+    if not isinstance(a, Port):  # (a run-time operand first: the constant one becomes weights)
+        (a, b), (ta, tb) = (b, a), (tb, ta)
+    if any(c not in tb and c not in out for c in ta) or any(c not in ta and c not in out for c in tb):
+        raise Unsupported(f"a sum over a letter of one operand only ({','.join(terms)}->{out})")
+    batch = [c for c in out if c in ta and c in tb]
+    left, right = [c for c in out if c in ta and c not in tb], [c for c in out if c in tb and c not in ta]
+    inner = [c for c in ta if c in tb and c not in out]
+    dims = [int(np.prod([size[c] for c in g], dtype=np.int64)) for g in (batch, left, inner, right)]
+    a3 = _operand(ctx, a, ta, "".join(batch + left + inner), (dims[0], dims[1], dims[2]), f"{n}_a")
+    b3 = _operand(ctx, b, tb, "".join(batch + inner + right), (dims[0], dims[2], dims[3]), f"{n}_b")
+    y = matmul(ctx, a3, b3, f"{n}_mm")
+    got = "".join(batch + left + right)
+    if not out:
+        return ctx.to_shape(y, (), n)
+    y = ctx.b.reshape(y, tuple(size[c] for c in got), f"{n}_unflat")
+    return ctx.b.permute(y, tuple(got.index(c) for c in out), n)
