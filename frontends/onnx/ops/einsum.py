@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.ir.graph import Port
+from armnn_import.ir.types import DataType
+from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 
 from ..registry import register
@@ -80,9 +82,21 @@ def einsum(ctx, node):
     left, right = [c for c in out if c in ta and c not in tb], [c for c in out if c in tb and c not in ta]
     inner = [c for c in ta if c in tb and c not in out]
     dims = [int(np.prod([size[c] for c in g], dtype=np.int64)) for g in (batch, left, inner, right)]
-    a3 = _operand(ctx, a, ta, "".join(batch + left + inner), (dims[0], dims[1], dims[2]), f"{n}_a")
-    b3 = _operand(ctx, b, tb, "".join(batch + inner + right), (dims[0], dims[2], dims[3]), f"{n}_b")
-    y = matmul(ctx, a3, b3, f"{n}_mm")
+    bs = tuple(size[c] for c in batch) if len(batch) <= 2 else (dims[0],)  # (at most 4-D products)
+    m, k, nn = dims[1:]
+    direct = isinstance(b, Port) and ctx.b.target.has(L.BatchMatMul) and \
+        a.info.dtype == b.info.dtype == DataType.Float32
+    # a BatchMatMul reads either operand transposed: no Permute for an operand stored that way
+    ta_t = direct and ta == "".join(batch + inner + left)
+    tb_t = direct and tb == "".join(batch + right + inner)
+    a3 = _operand(ctx, a, ta, "".join(batch + (inner + left if ta_t else left + inner)),
+                  bs + ((k, m) if ta_t else (m, k)), f"{n}_a")
+    b3 = _operand(ctx, b, tb, "".join(batch + (right + inner if tb_t else inner + right)),
+                  bs + ((nn, k) if tb_t else (k, nn)), f"{n}_b")
+    if direct:
+        y = ctx.b.batch_matmul(a3, b3, f"{n}_mm", transpose_a=ta_t, transpose_b=tb_t)
+    else:
+        y = matmul(ctx, a3, b3, f"{n}_mm")
     got = "".join(batch + left + right)
     if not out:
         return ctx.to_shape(y, (), n)
