@@ -118,3 +118,38 @@ def not_equal(nb: NetBuilder, a: Port, b: Port, name: str) -> Port:
 
 
 COMPARE = {"ge": greater_equal, "le": less_equal, "ne": not_equal}
+
+
+def int_mask(nb: NetBuilder, kind: str, a: Port, b: Port, name: str) -> Port:
+    """The float32 0/1 mask of a (kind) b for Signed32 tensors (the 23.08 format: its Cast takes
+    no Boolean, so the mask is made in int32 and cast): a - b clamped to [0, 1] for gt (a - b + 1
+    for ge, b - a + 1 for le), 1 - min(|a - b|, 1) for eq, min(|a - b|, 1) for ne. CpuRef's int32
+    arithmetic wraps, so this is exact while a - b stays within int32 (operands within +-2^30)."""
+    from ..ir.types import UnaryOperation
+    rank = max(a.info.rank, b.info.rank)
+
+    def k(v, tag):
+        return nb.constant_layer(np.full((1,) * rank, v, np.int32), f"{name}_{tag}")
+    d = nb.binary(LayerType.Subtraction, b if kind == "le" else a, a if kind == "le" else b, f"{name}_diff")
+    if kind in ("ge", "le"):
+        d = nb.binary(LayerType.Addition, d, k(1, "one_in"), f"{name}_plus1")
+    if kind in ("eq", "ne"):
+        d = nb.unary(d, UnaryOperation.Abs, f"{name}_abs")
+    else:
+        d = nb.binary(LayerType.Maximum, d, k(0, "zero"), f"{name}_pos")
+    m = nb.binary(LayerType.Minimum, d, k(1, "one"), f"{name}_clamp")
+    if kind == "eq":
+        m = nb.binary(LayerType.Subtraction, k(1, "one_eq"), m, f"{name}_eq")
+    return nb.cast(m, DataType.Float32, name)
+
+
+def infinity_mask(nb: NetBuilder, x: Port, c, name: str) -> Port | None:
+    """The float 0/1 mask of x == c for a constant c that is one infinity throughout (an attention
+    row compared with -inf), else None: x - inf is NaN for x = inf, so [+-x - FLT_MAX > 0] instead,
+    exact (NaN gives 0)."""
+    from .round import step
+    c = np.asarray(c)
+    if c.size == 0 or not np.isinf(c).all() or len(np.unique(c)) != 1:
+        return None
+    sign = 1.0 if c.reshape(-1)[0] > 0 else -1.0
+    return step(nb, nb.linear(x, sign, -float(np.finfo(np.float32).max), f"{name}_past_max"), name)

@@ -94,8 +94,23 @@ def test_rich_target_files_all_load(results_rich):
 
 
 # (session 12's runs: 19.02 target 847 on 20.08 and 845 on 23.08, 20.08 target 913, 23.08 target 959;
-# session 15: 23.08 target 961, the float16 <-> float32 edge Casts; session 18: GatherND, Pow)
-PASS_FLOORS = {"20.08": (848, 916), "23.08": (846, 965)}
+# session 15: 23.08 target 961, the float16 <-> float32 edge Casts; session 18: GatherND, Pow, and 18
+# Attention cases whose masks compare int32 positions)
+PASS_FLOORS = {"20.08": (848, 916), "23.08": (846, 983)}
+
+
+def test_attention_with_int32_position_masks_from_23_08(results_rich, armnn_release_runner):
+    """Session 18: the Attention cases whose causal or padding masks compare int32 positions convert
+    from the 23.08 format (the mask made in int32, then a Cast). The two structural_empty cases then
+    run and differ: a row all masked with -inf has a Reduce Max of -FLT_MAX on Arm NN 23.08
+    (Reduce.cpp starts at -FLT_MAX), not -inf, so the model's RowAllMasked test misses it."""
+    cases = {k: v for k, v in results_rich.items() if v[0] in ("Attention", "Attention(expanded)")}
+    passed = sum(v[1] == "pass" for v in cases.values())
+    if armnn_release_runner.release == "23.08":
+        assert passed >= 170, passed
+        fails = {k for k, v in cases.items() if v[1] == "fail"}
+        assert fails == {"test_attention_4d_causal_nonpad_negative_offset_structural_empty",
+                         "test_attention_4d_causal_nonpad_negative_offset_structural_empty_expanded"}, fails
 
 
 def test_gather_nd(results, results_rich, armnn_release_runner):

@@ -25,7 +25,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.compare import COMPARE, safe_constant
+from armnn_import.lowering.compare import COMPARE, infinity_mask, int_mask, safe_constant
 
 from ..registry import register
 from .common import binary, broadcast
@@ -42,13 +42,19 @@ def _diff(ctx, a, b, name):
     return binary(ctx, L.Subtraction, a, b, name)
 
 
+def _eq_infinity(ctx, a, b, n):
+    x, c = (a, b) if isinstance(a, Port) else (b, a)
+    m = infinity_mask(ctx.b, x, c, n) if isinstance(x, Port) and not isinstance(c, Port) else None
+    return None if m is None else ctx.to_shape(m, broadcast(ctx.lshape(x), np.shape(c)), f"{n}_inf_shape")
+
+
 # kind -> (mask of a (op) b from the operands)
 _MASKS = {
     "gt": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n),
     "ge": lambda ctx, a, b, n: step(ctx, _diff(ctx, b, a, f"{n}_d"), n, negate=True),
     "le": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n, negate=True),
-    "eq": lambda ctx, a, b, n: step(ctx, ctx.b.activation(_diff(ctx, a, b, f"{n}_d"), AF.Abs, f"{n}_abs"), n,
-                                    negate=True),
+    "eq": lambda ctx, a, b, n: _eq_infinity(ctx, a, b, n) or step(
+        ctx, ctx.b.activation(_diff(ctx, a, b, f"{n}_d"), AF.Abs, f"{n}_abs"), n, negate=True),
     "ne": lambda ctx, a, b, n: ctx.b.linear(_MASKS["eq"](ctx, a, b, f"{n}_eq"), -1.0, 1.0, n),
 }
 
@@ -104,16 +110,18 @@ def float01(ctx, v, name: str):
         raise Unsupported(f"a run-time boolean that does not come from a float comparison cannot be used "
                           f"as a number ({why})", "make the boolean a constant, or compute it from float comparisons")
     kind, a, b, n = src
-    if kind in _LOGIC_MASKS:  # a Boolean of a 23.08 logical layer: the mask from its operands' masks
-        mask = ctx.to_shape(_LOGIC_MASKS[kind](ctx, a, b, f"{n}_mask"), ctx.lshape(v), f"{n}_mask_shape")
-        ctx.bool_cache[v] = mask
-        ctx.bool_float.add(mask)
-        return mask
-    for operand in (a, b):
-        if isinstance(operand, Port) and operand.info.dtype != DataType.Float32:
-            raise Unsupported(f"a comparison of {operand.info.dtype.name} tensors used as a mask (its 0/1 "
-                              "form needs float operands)")
-    mask = ctx.to_shape(_MASKS[kind](ctx, a, b, f"{n}_mask"), ctx.lshape(v), f"{n}_mask_shape")
+    # a Boolean of a 23.08 logical layer: the mask from its operands' masks; of int32 operands
+    # (23.08): made in int32 arithmetic, then a Cast
+    ints = all(isinstance(o, Port) and o.info.dtype == DataType.Signed32 for o in (a, b)) and kind not in _LOGIC_MASKS
+    for operand in (a, b) if kind not in _LOGIC_MASKS else ():
+        if isinstance(operand, Port) and operand.info.dtype != DataType.Float32 and not (ints and ctx.g.target.has(L.Cast)):
+            raise Unsupported(f"a comparison of {operand.info.dtype.name} tensors used as a mask (its 0/1 form needs "
+                              "float operands)", "--target 23.08 makes the mask of int32 operands" * ints)
+    if ints:
+        ctx.report.warn(f"{n}: the mask of an int32 comparison is exact while the operands' difference fits "
+                        "int32 (operands within +-2^30)")
+    recipe = (lambda c, x, y, m: int_mask(c.b, kind, x, y, m)) if ints else (_LOGIC_MASKS.get(kind) or _MASKS[kind])
+    mask = ctx.to_shape(recipe(ctx, a, b, f"{n}_mask"), ctx.lshape(v), f"{n}_mask_shape")
     ctx.bool_cache[v] = mask
     ctx.bool_float.add(mask)
     return mask
