@@ -65,13 +65,13 @@ def gather(ctx, op):
     return nb.reshape(y, _scalar_shape(shape[:axis] + idx.shape + shape[axis + 1:]), f"{name}_shape")
 
 
-def gather_runtime(ctx, op, axis: int):
+def gather_runtime(ctx, op, axis: int, inputs=None):
     """GATHER whose indices are computed at run time (Keras Embedding: a constant table and
     the model's int32 input): one Gather layer. The indices must lie in [0, dim), as TFLite
     requires: Arm NN 20.08 fails on a negative one and reads out of bounds past the end, 23.08
     fails past the end."""
     nb, name = ctx.b, ctx.name(op)
-    xi, ii = op.inputs[:2]
+    xi, ii = inputs or op.inputs[:2]
     ids, wrap = ctx.wraps.get(ii, (ii, 0))  # (ids >= -wrap: a Keras 3 Embedding, wrap.py)
     indices = ctx.port(ids)
     if ctx.is_const(xi):
@@ -103,6 +103,33 @@ def gather_runtime(ctx, op, axis: int):
     ctx.report.warn(f"{name}: run-time GATHER indices must lie in [{lo}, {wrap or params.info.shape[axis]}) "
                     "(Arm NN 20.08 reads out of bounds past the end, 23.08 fails)")
     return nb.gather(params, indices, axis, name)
+
+
+def _check_lookup(op, ctx):
+    if not ctx.is_const(op.inputs[0]) and not ctx.b.g.target.at_least("20.08"):
+        return ("ids computed at run time need a Gather layer, which Arm NN 20.08 cannot read from this format",
+                "convert with --target 20.08 (read by Arm NN 20.08 and later)")
+    if not ctx.is_const(op.inputs[0]) and ctx.dtype_of(op.inputs[0]) != DataType.Signed32:
+        return "run-time ids must be int32 (Arm NN's Gather takes Signed32 indices)"
+    return None
+
+
+@REGISTRY.register("EMBEDDING_LOOKUP", since=1, until=3, inputs=2, foldable=True, check=_check_lookup, data_input=1,
+                   layers=("Gather", "Constant", "Reshape", "StridedSlice", "Merger", "FullyConnected"),
+                   notes="rows of the table (input 1) by the ids (input 0): GATHER on axis 0")
+def embedding_lookup(ctx, op):
+    ii, xi = op.inputs[:2]
+    if _all_const(ctx, op):
+        v, idx = np.asarray(_value(ctx, xi)), ctx.ints(ii)
+        if ((idx < 0) | (idx >= v.shape[0])).any():
+            raise Unsupported(f"an id out of range for a table of {v.shape[0]} rows")
+        return np.take(v, idx, axis=0)
+    if not ctx.is_const(ii):
+        return gather_runtime(ctx, op, 0, (xi, ii))
+    idx = ctx.ints(ii)
+    x = ctx.port(xi)
+    y = gather_const(ctx, x, 0, idx.reshape(-1), ctx.name(op))
+    return ctx.b.reshape(y, _scalar_shape(idx.shape + x.info.shape[1:]), f"{ctx.name(op)}_shape")
 
 
 def _check_gather_nd(op, ctx):

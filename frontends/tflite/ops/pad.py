@@ -129,3 +129,26 @@ def broadcast_to(ctx, op):
         if y.info.shape[axis] != n:
             y = ctx.b.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
     return y
+
+
+@REGISTRY.register("FILL", since=1, until=4, inputs=2, foldable=True, types="same", data_input=1,
+                   layers=("Reshape", "Merger"),
+                   notes="constant dims; a run-time scalar value is broadcast by copies (as BROADCAST_TO)")
+def fill(ctx, op):
+    dims_i, vi = op.inputs[:2]
+    if not ctx.is_const(dims_i):
+        raise Unsupported("the output shape (dims) is computed at run time", code="dynamic-shape")
+    dims = [int(v) for v in ctx.ints(dims_i).reshape(-1)]
+    if any(n <= 0 for n in dims):
+        raise Unsupported(f"cannot fill a tensor of shape {dims}")
+    if ctx.is_const(vi):
+        _fold_size(dims, "FILL")
+        return np.full(dims, np.asarray(_value(ctx, vi)).reshape(-1)[0])
+    y = ctx.port(vi)
+    if y.info.num_elements != 1 or sum(dims) > MAX_COPIES:
+        raise Unsupported(f"filling {dims} from a {list(y.info.shape)} value")
+    y = ctx.b.reshape(y, (1,) * len(dims), f"{ctx.name(op)}_rank")
+    for axis, n in enumerate(dims):
+        if n != 1:
+            y = ctx.b.concat([y] * n, axis, f"{ctx.name(op)}_{axis}", quant=ctx.out_quant(op))
+    return y
