@@ -17,7 +17,8 @@ CASES = [("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], (0, 0)), ("bhqd,bhkd->bhqk", [
          ("ij,jk", [(3, 4), (4, 5)], (0, 1)), ("bnd,dk->bnk", [(2, 3, 4), (4, 6)], (0, 1)),
          ("i,i->", [(5,), (5,)], (0, 0)), ("ij->ji", [(3, 4)], (0,)),
          ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)], (0, 0)), ("bhqk,bhkd->bqhd", [(1, 2, 3, 4), (1, 2, 4, 5)], (0, 0)),
-         ("ij,kj->ik", [(3, 4), (5, 4)], (1, 0)), ("i,j->ij", [(3,), (4,)], (0, 0))]
+         ("ij,kj->ik", [(3, 4), (5, 4)], (1, 0)), ("i,j->ij", [(3,), (4,)], (0, 0)),
+         ("bji,bjk->bik", [(2, 4, 3), (2, 4, 5)], (0, 0)), ("ji", [(2, 3)], (0,))]
 
 
 def _model(eq, shapes, consts):
@@ -70,7 +71,10 @@ def test_attention_scores_are_one_batch_matmul_at_23_08(tmp_path, armnn_runner_f
 @pytest.mark.parametrize("eq, shapes, why", [
     ("ii->i", [(3, 3)], "repeats a letter"), ("ij->i", [(3, 4)], "a sum over letters of one operand"),
     ("ij,jk->k", [(3, 4), (4, 5)], "a sum over a letter of one operand only"),
-    ("ij,jk->ik", [(3, 4), (1, 5)], "broadcasting is not supported")])
+    ("ij,jk->ik", [(3, 4), (1, 5)], "broadcasting is not supported"),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)], "3 operands"),
+    ("...i,...i->...", [(2, 3, 4), (3, 4)], "'...' stands for [1, 2] dimensions"),
+    ("a...,a...->a", [(2, 3), (2, 3)], "the output has not")])
 def test_refusals_are_one_line_each(eq, shapes, why, tmp_path, capsys):
     src = tmp_path / "m.onnx"
     onnx.save(_model(eq, shapes, [None] * len(shapes)), src)

@@ -19,26 +19,29 @@ from .matrix import matmul
 def parse(equation: str, ranks: list[int]) -> tuple[list[str], str]:
     """The operands' letters and the output's, '...' spelled out as upper-case letters; an
     implicit output is the letters used once, in alphabetical order (after the ellipsis)."""
-    eq = equation.replace(" ", "")
+    eq = equation
     lhs, arrow, out = eq.partition("->")
     terms = lhs.split(",")
     if len(terms) != len(ranks):
         raise Unsupported(f"equation {equation!r} names {len(terms)} operands for {len(ranks)} inputs", code="bad-model")
-    ell = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t), default=0)
-    fill = "".join(chr(ord("A") + k) for k in range(ell))
+    ells = {r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t}
+    if len(ells) > 1:  # (onnx shape inference refuses it too)
+        raise Unsupported(f"equation {equation!r}: '...' stands for {sorted(ells)} dimensions", code="bad-model")
+    ell = max(ells, default=0)
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in eq]
+    if ell > len(free):
+        raise Unsupported(f"equation {equation!r}: too many dimensions under '...'", code="bad-model")
+    fill = "".join(free[:ell])
 
-    def spell(t, rank=None):
-        if "..." in t:
-            n = ell if rank is None else rank - len(t.replace("...", ""))
-            t = t.replace("...", fill[ell - n:] if n > 0 else "")
-        return t
-    terms = [spell(t, r) for t, r in zip(terms, ranks)]
+    terms = [t.replace("...", fill) for t in terms]
     if any(len(t) != r or not t.isalpha() for t, r in zip(terms, ranks)):
         raise Unsupported(f"equation {equation!r} does not match operands of ranks {ranks}", code="bad-model")
     if arrow:
-        out = spell(out)
+        if ells and "..." not in out:  # (as onnxruntime: the ellipsis dimensions are never summed)
+            raise Unsupported(f"equation {equation!r}: the operands have '...' and the output has not", code="bad-model")
+        out = out.replace("...", fill)
     else:
-        once = sorted(c for c in set("".join(terms)) if "".join(terms).count(c) == 1 and c.islower())
+        once = sorted(c for c in set("".join(terms)) if "".join(terms).count(c) == 1 and c not in fill)
         out = fill + "".join(once)
     return terms, out
 
@@ -58,6 +61,8 @@ def _operand(ctx, v, letters: str, order: str, shape: tuple[int, ...], name: str
 def einsum(ctx, node):
     n = ctx.name(node)
     vals = [ctx.val(node, i) for i in range(len(node.inputs))]
+    if not 1 <= len(vals) <= 2:
+        raise Unsupported(f"{len(vals)} operands (one or two are supported: a chain is several Einsums)")
     shapes = [tuple(ctx.lshape(v)) for v in vals]
     terms, out = parse(str(ctx.attr(node, "equation", "")), [len(s) for s in shapes])
     size = {}
