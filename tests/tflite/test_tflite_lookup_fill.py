@@ -1,5 +1,6 @@
 """EMBEDDING_LOOKUP (rows of a table by run-time ids: one Gather, --target 20.08 on) and FILL
-(constant dims; a run-time scalar broadcast by copies, on every target), judged on the Arm NN
+(constant dims; a run-time scalar broadcast by copies, on every target) and RANGE of constants,
+judged on the Arm NN
 runtime of each target against LiteRT."""
 from __future__ import annotations
 
@@ -62,3 +63,16 @@ def test_fill_of_a_runtime_scalar_and_a_constant(target, release, armnn_runner_f
     xv, vv = np.random.default_rng(4).standard_normal((2, 3)).astype(np.float32), np.array(0.25, np.float32)
     got, = armnn_runner_for(release)(armnn_import.convert(data, target=target).to_bytes(), [xv, vv.reshape(1)])
     np.testing.assert_allclose(got, run_litert(data, [xv, vv])[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("target, release", READS)
+def test_range_of_constants_folds(target, release, armnn_runner_for):
+    mb = ModelBuilder()
+    x = mb.input("x", (5,))
+    r = mb.op("RANGE", [mb.const(n, np.array(v, np.float32)) for n, v in (("s", 1.0), ("l", 3.5), ("d", 0.5))],
+              "RangeOptions", out_dtype=np.float32)
+    mb.output(mb.op("ADD", [x, r], "AddOptions"))
+    data = mb.build()
+    xv = np.arange(5, dtype=np.float32)
+    got, = armnn_runner_for(release)(armnn_import.convert(data, target=target).to_bytes(), [xv])
+    np.testing.assert_array_equal(got, run_litert(data, [xv])[0])

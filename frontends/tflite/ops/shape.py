@@ -14,6 +14,7 @@ from .. import types as T
 from . import REGISTRY
 from .common import all_const as _all_const
 from .common import axis_index as _axis
+from .common import fold_size as _fold_size
 from .common import quant_constant
 from .common import raw_value as _value
 from .common import scalar_shape as _scalar_shape
@@ -297,3 +298,18 @@ def slice_op(ctx, op):
     size = [int(v) for v in ctx.ints(op.inputs[2]).reshape(-1)]
     index = tuple(slice(b, None if n == -1 else b + n) for b, n in zip(begin, size))
     return _apply_index(ctx, op, index)
+
+
+@REGISTRY.register("RANGE", since=1, until=2, inputs=3, foldable=True, types="free", layers=(),
+                   notes="constant start, limit and delta: evaluated at conversion time")
+def range_(ctx, op):
+    if not _all_const(ctx, op):
+        raise Unsupported("start, limit or delta is computed at run time (the length would be data-dependent)",
+                          code="dynamic-shape")
+    start, limit, delta = (np.asarray(_value(ctx, i)).reshape(-1)[0] for i in op.inputs[:3])
+    if delta == 0:
+        raise Unsupported("delta is 0", code="bad-model")
+    n = int(max(np.ceil((limit - start) / delta), 0))
+    _fold_size((n,), "RANGE")
+    dtype = np.result_type(np.asarray(start), np.asarray(limit), np.asarray(delta))
+    return (start + np.arange(n) * delta).astype(dtype)
