@@ -1,7 +1,6 @@
-"""EMBEDDING_LOOKUP (rows of a table by run-time ids: one Gather, --target 20.08 on) and FILL
+"""EMBEDDING_LOOKUP (rows of a table by run-time ids: one Gather, --target 20.08 on), FILL
 (constant dims; a run-time scalar broadcast by copies, on every target) and RANGE of constants,
-judged on the Arm NN
-runtime of each target against LiteRT."""
+judged on the Arm NN runtime of each target against LiteRT."""
 from __future__ import annotations
 
 import sys
