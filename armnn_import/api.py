@@ -186,7 +186,9 @@ def _after_frontend(graph: Graph, report: Report, options: ConvertOptions, check
         if options.fp16:
             _check_range(graph, report, options, permuted=io_layout != source_layout)
         if options.fp16 or report.float16_network:
-            to_float16(graph, report)
+            from .passes.fp16 import float32_islands
+            keep = float32_islands(graph, *report.float32_islands) if report.float32_islands[0] else frozenset()
+            to_float16(graph, report, keep)
         _fp16_edges(graph, report, options)
         from .passes.names import short_names, wants_short_names
         if wants_short_names(options.layer_names, graph.target):

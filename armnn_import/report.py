@@ -35,6 +35,8 @@ class Report:
     layer_names: str = "source"
     float16_network: bool = False  # the frontend asks for a Float16 network (a float16 model)
     float32_edges: list = field(default_factory=list)  # ... and these Float32 inputs/outputs (Casts, 23.08)
+    # ... and Float32 parts inside, between these Cast layers (23.08): (the starts, the ends)
+    float32_islands: tuple = field(default_factory=lambda: ([], []))
     # why the conversion was refused: {op, node, code (errors.REASON_CODES), reason, hint} per problem
     problems: list[dict] = field(default_factory=list)
     # Called with each phase name as the phase starts (the CLI's progress bar); not reported.

@@ -12,7 +12,7 @@ from ..report import Report
 F16_MAX = float(np.finfo(np.float16).max)
 
 
-def to_float16(graph: Graph, report: Report) -> int:
+def to_float16(graph: Graph, report: Report, keep=frozenset()) -> int:
     """Every Float32 tensor and constant becomes Float16. This format has no
     conversion layer, so the whole network runs in Float16, its inputs and
     outputs included (Arm NN 20.08 CpuRef runs every layer we emit in Float16, once an axis-0
@@ -20,6 +20,8 @@ def to_float16(graph: Graph, report: Report) -> int:
     n = 0
     done: dict[int, ConstTensor] = {}  # id(Float32 tensor) -> its Float16 one: shared tensors stay shared
     for layer in graph.layers:
+        if id(layer) in keep:  # (a float32 part of a float16 model: float32_islands)
+            continue
         layer.outputs = [o.with_dtype(DataType.Float16) if o.dtype == DataType.Float32 else o
                          for o in layer.outputs]
         for name, t in list(layer.tensors.items()):
@@ -91,6 +93,36 @@ def float32_edges(graph: Graph, names) -> int:
             n += 1
     graph.toposort()
     return n
+
+
+def float32_islands(graph: Graph, starts, ends) -> set[int]:
+    """The float32 parts of a float16 model (the 23.08 format), before to_float16: the ids of the
+    layers a start Cast reaches before an end Cast, and of the Constant layers only they read,
+    which to_float16 then leaves Float32 (a Constant that other layers read too is copied). The
+    start Casts become Float16 -> Float32, the end ones Float32 -> Float16; an end Cast that no
+    part reaches (a Cast to float16 of a float16 tensor) is removed."""
+    named = {layer.name: layer for layer in graph.layers}
+    end = {id(named[n]) for n in ends if n in named}
+    work = [named[n] for n in starts if n in named]
+    keep = {id(layer) for layer in work}
+    while work:
+        for user, _ in graph.consumers(work.pop()):
+            if id(user) not in keep and id(user) not in end:
+                keep.add(id(user))
+                work.append(user)
+    for layer in [l for l in graph.layers if id(l) in keep]:
+        for i, p in enumerate(layer.inputs):
+            if p.layer.type == LayerType.Constant and id(p.layer) not in keep:
+                if any(id(u) not in keep for u, _ in graph.consumers(p)):
+                    c = graph.add(LayerType.Constant, f"{p.layer.name}_float32", [], tensors=dict(p.layer.tensors))
+                    graph.set_input(layer, i, c.out())
+                    p = c.out()
+                keep.add(id(p.layer))
+    for layer in [l for l in graph.layers if id(l) in end and id(l.inputs[0].layer) not in keep]:
+        graph.replace_uses(layer.out(), layer.inputs[0])
+        graph.remove([layer])
+    graph.toposort()
+    return keep
 
 
 def fp16_widening_layer(target=None) -> LayerType | None:

@@ -38,7 +38,8 @@ from .context import MAX_RANK, LoweringContext
 from .control import constant_condition, inline_if
 from .edges import add_inputs, add_outputs, fix_inputs
 from .float16 import NOTE as FLOAT16_NOTE
-from .float16 import check_islands, exact_islands, float16_inside, float32_edges, is_float16_model, to_float32
+from .float16 import (check_islands, exact_islands, float16_inside, float32_edges, half_casts, is_float16_model,
+                      to_float32)
 from .fold import fold, fold_size_guard, shape_value
 from .isolate import isolated
 from .loader import load_model
@@ -65,16 +66,22 @@ def convert(source, options, report) -> Graph:
             model = upgrade_if_old(model, mapped, report)
         casts: set[str] = set()
         islands: set[str] = set()
+        halves = half_casts(model)  # (before to_float32 rewrites them)
+        # (from the 23.08 format every float32 part is Float32 between Cast layers, below it only
+        # the exact one-node ones convert, in Float16)
+        parts = not options.fp16 and Graph(options.target).target.has(LayerType.Cast)
         if edges := float16_inside(model):
-            island_casts, islands = exact_islands(model)
+            island_casts, islands = exact_islands(model) if not parts else (set(), set())
             casts = float32_edges(model, mapped, options, report, edges) - island_casts
         elif is_float16_model(model):
-            island_casts, islands = exact_islands(model)
+            island_casts, islands = exact_islands(model) if not parts else (set(), set())
             casts = to_float32(model, mapped, options.fp16) - island_casts
             report.float16_network = True
             report.warn(FLOAT16_NOTE)
         conv = Converter(model, options, report, mapped)
         conv.float32_casts = casts
+        if casts and parts:
+            conv.island_casts = halves
         graph = conv.run()
         if islands and not options.fp16:
             check_islands(graph, report, islands)
@@ -114,6 +121,7 @@ class Converter(LoweringContext):
         self.guessed_dim0: set[str] = set()   # inputs whose symbolic first dimension was set to 1
         self.problems: list[Problem] = []
         self.float32_casts: set[str] = set()  # Casts to float32 in a float16 model (float16.py)
+        self.island_casts: set[str] | None = None  # ... and its Casts to float16, when islands convert
         self.softplus_exp: set[Port] = set()  # Softplus read by Tanh alone, below 23.08 (ops/activation.py)
         self._entries: dict[tuple, object] = {}  # (op, opset) -> registry entry or None (registry_entry)
 

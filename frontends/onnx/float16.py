@@ -4,7 +4,8 @@ which is exact (every float16 value is a float32 value), converted as usual, and
 the whole network then stored and run as Float16 (passes.fp16.to_float16).
 
 The 19.02 and 20.08 formats have no conversion layer, so the network cannot mix the
-two types: a model with float32 inputs or outputs beside float16 ones is refused, and
+two types (from the 23.08 format on, every float32 part between a Cast to float32 and one to
+float16 is Float32 between Cast layers: island_mark, passes.fp16.float32_islands): a model with float32 inputs or outputs beside float16 ones is refused, and
 so is a Cast to float32 of a run-time tensor (that part of the model would run in
 Float16 too) unless --fp16 asks for everything in Float16. From the 23.08 format on, a
 float32 input read only by Casts to float16, and a float32 output that is a Cast to
@@ -69,6 +70,19 @@ def float16_inside(model: onnx.ModelProto) -> list[tuple[str, str]]:
 ISLAND_OPS = frozenset({"Resize", "Upsample", "Max", "Min"})
 # (the layers they may be: a Max/Min of a constant is an Activation, its bound a float32 parameter)
 ISLAND_LAYERS = frozenset({"Resize", "Maximum", "Minimum", "Activation", "Reshape", "Constant"})
+
+
+def half_casts(model: onnx.ModelProto) -> set[str]:
+    """The outputs of the main graph's Casts to float16 (the ends of its float32 parts)."""
+    return {o for o, t in _cast_targets(model.graph).items() if t == F16}
+
+
+def island_mark(ctx, v, name: str, end: bool):
+    """A Cast layer (Float32 -> Float32 until passes.fp16.float32_islands types it) at the start
+    or the end of a float32 part of a float16 model (the 23.08 format)."""
+    y = ctx.g.add(LayerType.Cast, name, [v], outputs=[v.info]).out()
+    ctx.report.float32_islands[1 if end else 0].append(name)
+    return y
 
 
 def exact_islands(model: onnx.ModelProto) -> tuple[set[str], set[str]]:
@@ -157,7 +171,8 @@ NOTE = ("the model's inputs and outputs are float16: it is converted as float32 
         "stored and run as Float16, inputs and outputs included")
 CAST_REFUSAL = ("a Cast to float32 inside a float16 model: the Float16 network of this format has no "
                 "conversion layer, so this part would run in Float16 too")
-CAST_HINT = "pass --fp16 to run the whole model in Float16 anyway, or convert the model to float32"
+CAST_HINT = ("convert with --target 23.08 (its Cast layers keep that part in Float32), pass --fp16 to run the whole "
+             "model in Float16 anyway, or convert the model to float32")
 
 
 def check_islands(graph, report, islands) -> None:

@@ -82,9 +82,10 @@ ISLANDS = {
 
 
 @pytest.mark.parametrize("case", sorted(ISLANDS))
-def test_one_node_float32_island_runs_in_float16(case, tmp_path, armnn_runner_for):
+def test_one_node_float32_island_runs_in_float32(case, tmp_path, armnn_runner_for):
     """A Resize, Max or Min a float16 model keeps in float32 (onnxconverter-common's op_block_list)
-    gives onnxruntime's numbers as one Float16 layer: CpuRef computes it in float32 and rounds once."""
+    gives onnxruntime's numbers: from session 18 one Float32 layer between Casts (before, one
+    Float16 layer, which CpuRef computes in float32 and rounds once; the 20.08 format still does)."""
     import onnxruntime as ort
     from armnn_import.serialize.reader import read
     nodes, inits = ISLANDS[case]
@@ -92,7 +93,7 @@ def test_one_node_float32_island_runs_in_float16(case, tmp_path, armnn_runner_fo
     src, out = tmp_path / "m.onnx", tmp_path / "m.armnn"
     onnx.save(m, str(src))
     assert cli.main([str(src), "-o", str(out), "--target", "23.08", "-q"]) == 0
-    assert [l.type.name for l in read(out.read_bytes()).layers].count("Cast") == 2
+    assert [l.type.name for l in read(out.read_bytes()).layers].count("Cast") == 4  # (2 edges, 2 island)
     s = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
     for seed in range(3):
         x = np.random.default_rng(seed).standard_normal((1, 2, 5, 6)).astype(np.float32)
@@ -101,21 +102,35 @@ def test_one_node_float32_island_runs_in_float16(case, tmp_path, armnn_runner_fo
         np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=1e-3)
 
 
-def test_a_float32_island_that_becomes_other_layers_is_refused():
-    """A cubic Resize is an interpolation matrix (FullyConnected) here, whose weights would be
-    rounded to Float16: refused, with the --fp16 hint."""
+def test_a_float32_island_that_becomes_other_layers_runs_in_float32(tmp_path, armnn_runner_for):
+    """A cubic Resize is an interpolation matrix (FullyConnected) here: in a Float32 part of the
+    network its weights stay float32 (session 18; before, refused: they would have been Float16)."""
+    import onnxruntime as ort
     m = _island([h.make_node("Resize", ["r32", "", "s"], ["z"], mode="cubic")], [SCALES])
-    with pytest.raises(UnsupportedModelError) as info:
-        armnn_import.convert(m, target="23.08")
-    (p,) = info.value.problems
-    assert p.op == "Resize" and "kept in float32" in p.reason and "--fp16" in p.hint
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got, = armnn_runner_for("23.08")(armnn_import.convert(m, target="23.08").to_bytes(), [x])
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=1e-3)
 
 
-def test_a_float32_island_of_two_nodes_is_refused():
-    """Neg then Max in float32: the Neg's result would be rounded to Float16 before the Max."""
+def test_a_float32_island_of_two_nodes_runs_in_float32(tmp_path, armnn_runner_for):
+    """Neg then Max in float32 (session 18): a Float32 part of the network between a Cast to
+    Float32 and one to Float16 (passes.fp16.float32_islands), so the Neg's result is not rounded
+    to Float16 before the Max, as in onnxruntime."""
+    import onnxruntime as ort
+    from armnn_import.serialize.reader import read
     m = _island([h.make_node("Cast", ["r"], ["r32b"], to=TP.FLOAT), h.make_node("Neg", ["r32b"], ["n"]),
                  h.make_node("Max", ["r32", "n"], ["z"])])
-    with pytest.raises(UnsupportedModelError) as info:
-        armnn_import.convert(m, target="23.08")
-    assert [p.op for p in info.value.problems] == ["Cast"]
-    assert "a Cast to float32 inside a float16 model" in info.value.problems[0].reason
+    src, out = tmp_path / "m.onnx", tmp_path / "m.armnn"
+    onnx.save(m, str(src))
+    assert cli.main([str(src), "-o", str(out), "--target", "23.08", "-q"]) == 0
+    layers = read(out.read_bytes()).layers
+    kinds = {l.type.name: l.outputs[0].dtype.name for l in layers if l.type.name in ("Maximum", "Sigmoid", "Activation")}
+    # (2 edges, and 2 island Casts: the two Casts of r to float32 are one layer)
+    assert kinds["Maximum"] == "Float32" and [l.type.name for l in layers].count("Cast") == 4
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    (want,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    got, = armnn_runner_for("23.08")(str(out), [x])
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=1e-3)
+    with pytest.raises(UnsupportedModelError, match="--target 23.08"):
+        armnn_import.convert(m, target="20.08")

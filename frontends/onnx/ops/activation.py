@@ -264,9 +264,13 @@ def cast(ctx, node):
     if to == 1 and is_bool:  # a fresh port: the mask itself stays marked as a boolean
         return ctx.b.linear(float01(ctx, v, f"{n}_mask"), 1.0, 0.0, n)
     if to == 1 and v.info.dtype.name == "Float32":
+        from ..float16 import CAST_HINT, CAST_REFUSAL, island_mark
         if node.outputs[0] in ctx.float32_casts:
-            from ..float16 import CAST_HINT, CAST_REFUSAL
-            raise Unsupported(CAST_REFUSAL, CAST_HINT)
+            if ctx.island_casts is None:
+                raise Unsupported(CAST_REFUSAL, CAST_HINT)
+            return island_mark(ctx, v, n, end=False)
+        if ctx.island_casts and node.outputs[0] in ctx.island_casts:
+            return island_mark(ctx, v, n, end=True)
         return v
     if to == 9 and is_bool:
         return v
