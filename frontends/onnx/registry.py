@@ -21,7 +21,6 @@ REGISTRY.refuse("Erf",
                 reason="no error function in any Arm NN release written (19.02, 20.08, 23.08); "
                        "Gelu with approximate='tanh' is supported")
 REGISTRY.refuse("Cos", "Tan", reason="no cosine or tangent in any Arm NN release written (19.02, 20.08, 23.08): 23.08 has Sin only")
-REGISTRY.refuse("TopK", reason="no sorting in any Arm NN release written (19.02, 20.08, 23.08)")
 REGISTRY.refuse("NonZero", "NonMaxSuppression",
                 reason="output shape depends on the data", code="dynamic-shape")
 REGISTRY.refuse("ScatterND", "ScatterElements", reason="no scatter operation in any Arm NN release written (19.02, 20.08, 23.08)")

@@ -120,24 +120,28 @@ def _max(ctx, x, axes, name):
     return ctx.b.pool2d(y, PoolingAlgorithm.Max, (1, r), name)
 
 
+def _extreme(ctx, x, axes, keep, negate, n, op):
+    """The max (min when negate) of x over axes: a Reduce layer (23.08), else Max pooling."""
+    shape = ctx.lshape(x)
+    if _direct(ctx, x):
+        return _reduce_layer(ctx, x, axes, keep, ReduceOperation.Min if negate else ReduceOperation.Max, shape, n)
+    ctx.report.decomposition(op, "Permute the axes last, Reshape, Max Pooling2d over them"
+                             + (" on -x, negated" if negate else ""))
+    y = ctx.b.linear(x, -1.0, 0.0, f"{n}_neg") if negate else x
+    y = _max(ctx, y, axes, f"{n}_max" if negate else n)
+    if negate:
+        y = ctx.b.linear(y, -1.0, 0.0, n)
+    return ctx.to_shape(y, _out_shape(shape, axes, keep), f"{n}_shape")
+
+
 def _max_min(negate):
     def convert(ctx, node):
         x, n = ctx.port(node, 0), ctx.name(node)
         shape = ctx.lshape(x)
         axes, keep = _axes(ctx, node, len(shape))
-        if axes is None:
+        if axes is None or not shape:
             return ctx.b.linear(x, 1.0, 0.0, n)
-        if not shape:
-            return ctx.b.linear(x, 1.0, 0.0, n)
-        if _direct(ctx, x):
-            return _reduce_layer(ctx, x, axes, keep, ReduceOperation.Min if negate else ReduceOperation.Max, shape, n)
-        ctx.report.decomposition(node.op, "Permute the axes last, Reshape, Max Pooling2d over them"
-                                 + (" on -x, negated" if negate else ""))
-        y = ctx.b.linear(x, -1.0, 0.0, f"{n}_neg") if negate else x
-        y = _max(ctx, y, axes, f"{n}_max" if negate else n)
-        if negate:
-            y = ctx.b.linear(y, -1.0, 0.0, n)
-        return ctx.to_shape(y, _out_shape(shape, axes, keep), f"{n}_shape")
+        return _extreme(ctx, x, axes, keep, negate, n, node.op)
     return convert
 
 
@@ -246,3 +250,27 @@ def reduce_log_sum_exp(ctx, node):
     s = ctx.b.unary(ctx.b.reduce(e, axes, True, ReduceOperation.Sum, f"{n}_sum"), UnaryOperation.Log, f"{n}_log")
     y = ctx.b.binary(L.Addition, s, m, f"{n}_add")
     return ctx.to_shape(y, _out_shape(shape, axes, keep), n)
+
+
+def _top_k_check(node, ctx):
+    k = ctx.value(node, 1) if ctx.has(node, 1) else ctx.attr(node, "k")
+    if ctx.has(node, 1) and k is None:
+        return needs_const(1, what="K")(node, ctx)
+    if k is not None and int(np.asarray(k).reshape(-1)[0]) != 1:
+        return (f"k = {int(np.asarray(k).reshape(-1)[0])}: Arm NN has no sort, so only k = 1 (the largest or "
+                "smallest value and its first index) converts", "")
+    return None
+
+
+@register("TopK", since=1, layers=("ArgMinMax", "Reduce", "Pooling2d", "Permute", "Reshape", "Activation"),
+          needs="20.08", check=_top_k_check, notes="k = 1: the max (min for largest=0) and its first index (ArgMinMax)")
+def top_k(ctx, node):
+    x, n = ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(x)
+    if not shape:
+        raise Unsupported("TopK of a scalar", code="bad-model")
+    axis = norm_axes([ctx.attr(node, "axis", -1)], len(shape))[0]
+    smallest = not ctx.attr(node, "largest", 1)
+    keep = tuple(1 if i == axis else d for i, d in enumerate(shape))
+    idx = ctx.b.arg_min_max(x, axis, ArgMinMaxFunction.Min if smallest else ArgMinMaxFunction.Max, f"{n}_arg")
+    return [_extreme(ctx, x, [axis], True, smallest, f"{n}_values", "TopK"), ctx.to_shape(idx, keep, f"{n}_indices")]
