@@ -91,6 +91,29 @@ def _node_cases():
                 pass
 
 
+def _builder_models():
+    """Models the tests build (onnx.helper, tests/tflite/tfl_builder.py) for entries no reference
+    model has yet (session 18; the TFLite generator needs TensorFlow): the tests named run them
+    on the runtimes, here their layers= is checked."""
+    for sub in ("tests", "tests/onnx", "tests/tflite"):
+        sys.path.insert(0, str(ROOT / sub))
+    import numpy as np
+    import test_gather_nd as gnd
+    import test_onnx_einsum as ein
+    import test_onnx_topk as topk
+    import test_reduce_log_sum_exp as lse
+    import test_tflite_direct as direct
+    import test_tflite_lookup_fill as lookup
+    yield from (ein._case(k)[0] for k in range(len(ein.CASES)))
+    yield from (lse._model(*c) for c in lse.CASES)
+    yield from (topk._model(*c) for c in topk.CASES)
+    idx = np.array([[1, 2], [0, 0]])
+    yield from (gnd._tflite((5, 3, 4), idx, const, quant) for const in (True, False) for quant in (False, True))
+    yield from (direct._model(op) for op in sorted(direct.OPS))
+    yield from (direct.pow_model(s, c)[0] for s, c in (((), True), ((3, 1), False)))
+    yield from (lookup._lookup(), lookup._lookup(np.array([3, 3, 1], np.int32)), lookup._fill(), lookup._range())
+
+
 def survey(targets=TARGETS):
     """entry key -> layer types its converter emitted; and the entries (key -> layers=)."""
     import armnn_import
@@ -107,7 +130,7 @@ def survey(targets=TARGETS):
         for fe, r in regs.items():
             r._entries = {op: [_wrap(fe, e, seen) for e in es] for op, es in saved[fe][0].items()}
             r._quantized = {op: [_wrap(fe, e, seen, True) for e in es] for op, es in saved[fe][1].items()}
-        sources = [str(p) for p in _models()] + list(_node_cases())
+        sources = [str(p) for p in _models()] + list(_node_cases()) + list(_builder_models())
         for target in targets:
             for src in sources:
                 try:

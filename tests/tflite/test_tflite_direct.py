@@ -50,15 +50,20 @@ def test_exp_is_one_layer_at_23_08():
                                       armnn_import.convert(_model("EXP"), target="20.08").network.layers]
 
 
+def pow_model(eshape, const):
+    """x ** e of float32 tensors, e a constant or an input; (model, e)."""
+    ev = np.random.default_rng(len(eshape)).uniform(-2, 3, eshape).astype(np.float32)
+    mb = ModelBuilder()
+    x = mb.input("x", (2, 3, 7))
+    mb.output(mb.op("POW", [x, mb.const("e", ev) if const else mb.input("e", eshape)]))
+    return mb.build(), ev
+
+
 @pytest.mark.parametrize("eshape, const", [((), True), ((7,), True), ((3, 1), False), ((2, 3, 7), False)])
 def test_pow_one_power_layer_at_23_08(eshape, const, armnn_runner_for):
     """POW of float32 tensors (negative bases to fractional powers: NaN, as LiteRT's std::pow)."""
-    rng = np.random.default_rng(len(eshape))
-    mb = ModelBuilder()
-    x = mb.input("x", (2, 3, 7))
-    ev = rng.uniform(-2, 3, eshape).astype(np.float32)
-    mb.output(mb.op("POW", [x, mb.const("e", ev) if const else mb.input("e", eshape)]))
-    data = mb.build()
+    rng = np.random.default_rng(len(eshape) + 10)
+    data, ev = pow_model(eshape, const)
     xv = rng.uniform(-3, 3, (2, 3, 7)).astype(np.float32)
     ins = [xv] if const else [xv, ev]
     want, = run_litert(data, ins)

@@ -50,28 +50,36 @@ def test_embedding_lookup_of_constant_ids(target, release, armnn_runner_for):
     np.testing.assert_allclose(got, run_litert(data, [x])[0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("target, release", READS)
-def test_fill_of_a_runtime_scalar_and_a_constant(target, release, armnn_runner_for):
+def _fill():
     mb = ModelBuilder()
     x, v = mb.input("x", (2, 3)), mb.input("v", (), np.float32)
     dims = mb.const("dims", np.array([2, 3], np.int32))
     f = mb.op("FILL", [dims, v], out_dtype=np.float32)
     c = mb.op("FILL", [dims, mb.const("k", np.array(1.5, np.float32))], out_dtype=np.float32)
     mb.output(mb.op("ADD", [mb.op("ADD", [x, f], "AddOptions"), c], "AddOptions"))
-    data = mb.build()
+    return mb.build()
+
+
+@pytest.mark.parametrize("target, release", READS)
+def test_fill_of_a_runtime_scalar_and_a_constant(target, release, armnn_runner_for):
+    data = _fill()
     xv, vv = np.random.default_rng(4).standard_normal((2, 3)).astype(np.float32), np.array(0.25, np.float32)
     got, = armnn_runner_for(release)(armnn_import.convert(data, target=target).to_bytes(), [xv, vv.reshape(1)])
     np.testing.assert_allclose(got, run_litert(data, [xv, vv])[0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("target, release", READS)
-def test_range_of_constants_folds(target, release, armnn_runner_for):
+def _range():
     mb = ModelBuilder()
     x = mb.input("x", (5,))
     r = mb.op("RANGE", [mb.const(n, np.array(v, np.float32)) for n, v in (("s", 1.0), ("l", 3.5), ("d", 0.5))],
               "RangeOptions", out_dtype=np.float32)
     mb.output(mb.op("ADD", [x, r], "AddOptions"))
-    data = mb.build()
+    return mb.build()
+
+
+@pytest.mark.parametrize("target, release", READS)
+def test_range_of_constants_folds(target, release, armnn_runner_for):
+    data = _range()
     xv = np.arange(5, dtype=np.float32)
     got, = armnn_runner_for(release)(armnn_import.convert(data, target=target).to_bytes(), [xv])
     np.testing.assert_array_equal(got, run_litert(data, [xv])[0])

@@ -109,7 +109,7 @@ def softsign(ctx, node):
     return ctx.b.binary(L.Division, x, den, n)
 
 
-@register("Mish", since=18, layers=("Activation", "Multiplication", "Division"))
+@register("Mish", since=18, layers=("Activation", "Multiplication", "Division", "ElementwiseUnary"))
 def mish(ctx, node):
     """x * tanh(log(1 + u)) with u = e^x is x * (u^2 + 2u) / (u^2 + 2u + 2): no logarithm
     needed (SoftReLu cannot be used: Arm NN 20.08 reads it as Sigmoid). x is capped at 20
@@ -131,20 +131,20 @@ def _elu_like(ctx, x: Port, alpha: float, inner: float, gamma: float, name: str)
     return y if gamma == 1.0 else ctx.b.linear(y, gamma, 0.0, name)
 
 
-@register("Elu", since=6, layers=("Activation", "Division", "Addition"))
+@register("Elu", since=6, layers=("Activation", "Division", "Addition", "ElementwiseUnary"))
 def elu(ctx, node):
     ctx.report.decomposition("Elu", "ReLu(x) + alpha * (exp(min(x, 0)) - 1), exp as Sigmoid(x)/Sigmoid(-x)")
     return _elu_like(ctx, ctx.port(node, 0), ctx.attr(node, "alpha", 1.0), 1.0, 1.0, ctx.name(node))
 
 
-@register("Selu", since=6, layers=("Activation", "Division", "Addition"))
+@register("Selu", since=6, layers=("Activation", "Division", "Addition", "ElementwiseUnary"))
 def selu(ctx, node):
     alpha = ctx.attr(node, "alpha", 1.67326319217681884765625)
     gamma = ctx.attr(node, "gamma", 1.05070102214813232421875)
     return _elu_like(ctx, ctx.port(node, 0), alpha, 1.0, gamma, ctx.name(node))
 
 
-@register("Celu", since=12, layers=("Activation", "Division", "Addition"))
+@register("Celu", since=12, layers=("Activation", "Division", "Addition", "ElementwiseUnary"))
 def celu(ctx, node):
     alpha = ctx.attr(node, "alpha", 1.0)
     if alpha == 0:

@@ -286,7 +286,7 @@ def xor(ctx, node):
     return _boolean_result(ctx, ctx.b.activation(d, AF.Abs, ctx.name(node)))
 
 
-@register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape",
+@register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape", "ElementwiseUnary",
                   "StridedSlice", "Subtraction", "Constant", "Multiplication", "Addition", "Cast"))
 def where(ctx, node):
     """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected

@@ -231,7 +231,7 @@ def reduce_log_sum(ctx, node):
 _FLT_MAX = float(np.finfo(np.float32).max)
 
 
-@register("ReduceLogSumExp", since=1, layers=("Reduce", "Minimum", "Subtraction", "ElementwiseUnary", "Addition",
+@register("ReduceLogSumExp", since=1, layers=("Reduce", "Activation", "Minimum", "Subtraction", "ElementwiseUnary", "Addition",
                                               "Reshape", "Constant"), check=_AXES, needs="23.08",
           notes="m + log(sum(exp(x - m))), m the largest finite value, as onnxruntime and onnx.reference compute it")
 def reduce_log_sum_exp(ctx, node):
@@ -243,7 +243,8 @@ def reduce_log_sum_exp(ctx, node):
     if axes is None:  # (noop_with_empty_axes: log(exp(x)) = x)
         return x
     # The max keeps exp from overflowing. Arm NN's Reduce Max starts at -FLT_MAX (all -inf: -FLT_MAX);
-    # +inf is clamped to FLT_MAX so that inf - m stays inf, not NaN (the references skip infinities)
+    # +inf is clamped to FLT_MAX (a BoundedReLu) so that inf - m stays inf, not NaN (the references skip
+    # infinities); m is never NaN (the Reduce takes no NaN)
     m = ctx.b.reduce(x, axes, True, ReduceOperation.Max, f"{n}_max")
     m = binary(ctx, L.Minimum, m, np.full((1,) * len(shape), _FLT_MAX, np.float32), f"{n}_finite")
     e = ctx.b.unary(ctx.b.binary(L.Subtraction, x, m, f"{n}_shift"), UnaryOperation.Exp, f"{n}_exp")
