@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ExecutionError
 from ..ir.types import BinaryOperation, LayerType, LogicalBinaryOperation, ReduceOperation
-from .common import layer_fn
+from .common import cpp_max, cpp_min, layer_fn
 from .numeric import F32, decode, encode
 
 _FLT_MAX = F32(np.finfo(np.float32).max)
@@ -86,8 +86,8 @@ def gather_nd(layer, ins, infos):
     return [encode(rows.reshape(layer.outputs[0].shape), layer.outputs[0])]
 
 
-_BINARY_OPS = {BinaryOperation.Add: np.add, BinaryOperation.Div: np.divide, BinaryOperation.Maximum: np.maximum,
-               BinaryOperation.Minimum: np.minimum, BinaryOperation.Mul: np.multiply,
+_BINARY_OPS = {BinaryOperation.Add: np.add, BinaryOperation.Div: np.divide, BinaryOperation.Maximum: cpp_max,
+               BinaryOperation.Minimum: cpp_min, BinaryOperation.Mul: np.multiply,
                BinaryOperation.Sub: np.subtract, BinaryOperation.SqDiff: lambda a, b: (a - b) * (a - b),
                BinaryOperation.Power: np.power}  # (Power.hpp: std::pow of two floats, as numpy's float32 power)
 

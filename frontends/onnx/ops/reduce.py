@@ -214,14 +214,20 @@ register("ArgMin", since=1, layers=_ARG_LAYERS, needs="20.08",
          notes="int64 indices as Signed32; select_last_index=1 on x reversed along the axis")(_arg(ArgMinMaxFunction.Min))
 
 
-@register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary", "Reshape"), check=_AXES, needs="23.08",
-          notes="log(sum): a Reduce Sum, then Log")
-def reduce_log_sum(ctx, node):
+def _log_reduction(ctx, node):
+    """(x, name, shape, axes, keepdims) of a ReduceLogSum(Exp): a Reduce layer's float input."""
     x, n = ctx.port(node, 0), ctx.name(node)
     shape = ctx.lshape(x)
     axes, keep = _axes(ctx, node, len(shape))
     if not shape or not _direct(ctx, x):
         raise Unsupported(f"a {len(shape)}-D {x.info.dtype.name} input (the Reduce layer takes 1-D to 4-D float)")
+    return x, n, shape, axes, keep
+
+
+@register("ReduceLogSum", since=1, layers=("Reduce", "ElementwiseUnary", "Reshape"), check=_AXES, needs="23.08",
+          notes="log(sum): a Reduce Sum, then Log")
+def reduce_log_sum(ctx, node):
+    x, n, shape, axes, keep = _log_reduction(ctx, node)
     y = ctx.b.reduce(x, axes if axes is not None else [], True, ReduceOperation.Sum, f"{n}_sum") \
         if axes is not None else x
     y = ctx.b.unary(y, UnaryOperation.Log, f"{n}_log")
@@ -235,11 +241,7 @@ _FLT_MAX = float(np.finfo(np.float32).max)
                                               "Reshape", "Constant"), check=_AXES, needs="23.08",
           notes="m + log(sum(exp(x - m))), m the largest finite value, as onnxruntime and onnx.reference compute it")
 def reduce_log_sum_exp(ctx, node):
-    x, n = ctx.port(node, 0), ctx.name(node)
-    shape = ctx.lshape(x)
-    axes, keep = _axes(ctx, node, len(shape))
-    if not shape or not _direct(ctx, x):
-        raise Unsupported(f"a {len(shape)}-D {x.info.dtype.name} input (the Reduce layer takes 1-D to 4-D float)")
+    x, n, shape, axes, keep = _log_reduction(ctx, node)
     if axes is None:  # (noop_with_empty_axes: log(exp(x)) = x)
         return x
     # The max keeps exp from overflowing. Arm NN's Reduce Max starts at -FLT_MAX (all -inf: -FLT_MAX);
