@@ -104,9 +104,14 @@ def _builder_models():
     import test_reduce_log_sum_exp as lse
     import test_tflite_direct as direct
     import test_tflite_lookup_fill as lookup
+    import test_tflite_topk as tfl_topk
     yield from (ein._case(k)[0] for k in range(len(ein.CASES)))
     yield from (lse._model(*c) for c in lse.CASES)
     yield from (topk._model(*c) for c in topk.CASES)
+    yield from (topk._model(*c) for c in topk.K_CASES)
+    yield topk._model((2, 9), -1, 1, 11, 4, dtype=topk.T.INT32)
+    yield from (tfl_topk._top_k(*c) for c in tfl_topk.CASES)
+    yield tfl_topk._top_k((2, 9), 4, np.int32)
     idx = np.array([[1, 2], [0, 0]])
     yield from (gnd._tflite((5, 3, 4), idx, const, quant) for const in (True, False) for quant in (False, True))
     yield from (direct._model(op) for op in sorted(direct.OPS))

@@ -10,7 +10,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import LayerType as L
 from armnn_import.ir.types import (ArgMinMaxFunction, DataLayout, DataType, PoolingAlgorithm, ReduceOperation,
                                    UnaryOperation)
-from armnn_import.lowering import Unsupported
+from armnn_import.lowering import Unsupported, topk
 from armnn_import.lowering.gather import gather_const
 from armnn_import.lowering.pooling import mean_as_pool
 
@@ -259,21 +259,32 @@ def _top_k_check(node, ctx):
     k = ctx.value(node, 1) if ctx.has(node, 1) else ctx.attr(node, "k")
     if ctx.has(node, 1) and k is None:
         return needs_const(1, what="K")(node, ctx)
-    if k is not None and int(np.asarray(k).reshape(-1)[0]) != 1:
-        return (f"k = {int(np.asarray(k).reshape(-1)[0])}: Arm NN has no sort, so only k = 1 (the largest or "
-                "smallest value and its first index) converts", "")
-    return None
+    shape = ctx.shape(node, 0)
+    if k is None or not shape or any(d is None for d in shape):
+        return None  # (the converter checks again on the known shape)
+    shape = list(shape)
+    axis = norm_axes([ctx.attr(node, "axis", -1)], len(shape))[0]
+    k = int(np.asarray(k).reshape(-1)[0])
+    why = None if k == 1 else topk.fits(shape[:axis] + shape[axis + 1:] + [shape[axis]], k)
+    return (why, "") if why else None
 
 
-@register("TopK", since=1, layers=("ArgMinMax", "Reduce", "Pooling2d", "Permute", "Reshape", "Activation"),
-          needs="20.08", check=_top_k_check, notes="k = 1: the max (min for largest=0) and its first index (ArgMinMax)")
+@register("TopK", since=1, layers=("ArgMinMax", "Reduce", "Pooling2d", "Permute", "Reshape", "Activation", "Subtraction",
+                                   "Floor", "Multiplication", "Addition", "Constant", "FullyConnected", "Gather",
+                                   "Cast", "Maximum", "Minimum", "ElementwiseUnary"),
+          needs="20.08", check=_top_k_check,
+          notes="k = 1: the max (min for largest=0) and its first index (ArgMinMax); k > 1: ranks counted "
+                "pairwise (lowering/topk.py), ties by the lower index, sorted; int32 values from 23.08")
 def top_k(ctx, node):
-    x, n = ctx.port(node, 0), ctx.name(node)
+    x, n = ctx.port(node, 0, (DataType.Float32, DataType.Signed32)), ctx.name(node)
     shape = ctx.lshape(x)
     if not shape:
         raise Unsupported("TopK of a scalar", code="bad-model")
     axis = norm_axes([ctx.attr(node, "axis", -1)], len(shape))[0]
     smallest = not ctx.attr(node, "largest", 1)
+    k = int(np.asarray(ctx.value(node, 1) if ctx.has(node, 1) else ctx.attr(node, "k")).reshape(-1)[0])
+    if k > 1 or x.info.dtype == DataType.Signed32:  # (int32: topk.py's int32 masks)
+        return list(topk.top_k(ctx.b, x, axis, k, not smallest, n))
     keep = tuple(1 if i == axis else d for i, d in enumerate(shape))
     idx = ctx.b.arg_min_max(x, axis, ArgMinMaxFunction.Min if smallest else ArgMinMaxFunction.Max, f"{n}_arg")
     return [_extreme(ctx, x, [axis], True, smallest, f"{n}_values", "TopK"), ctx.to_shape(idx, keep, f"{n}_indices")]

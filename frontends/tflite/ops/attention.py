@@ -1,11 +1,11 @@
 """Attention on the richer formats: BATCH_MATMUL (BatchMatMul, 23.08), ARG_MAX/ARG_MIN
-(ArgMinMax, 20.08). GATHER with run-time indices (embedding lookups: a Gather layer, the 20.08
+(ArgMinMax, 20.08), TOPK_V2 (ranks counted pairwise, 20.08: lowering/topk.py). GATHER with run-time indices (embedding lookups: a Gather layer, the 20.08
 format on) is gather.py; CAST of run-time tensors (Cast, 23.08) lives with the constant CAST in
 shape.py."""
 from __future__ import annotations
 
 from armnn_import.ir.types import ArgMinMaxFunction, DataType
-from armnn_import.lowering import Unsupported
+from armnn_import.lowering import Unsupported, topk
 
 from . import REGISTRY
 
@@ -51,3 +51,25 @@ def _arg(function):
 for _op, _fn in (("ARG_MAX", ArgMinMaxFunction.Max), ("ARG_MIN", ArgMinMaxFunction.Min)):
     REGISTRY.register(_op, since=1, until=3, types="free", check=_check_arg, layers=("ArgMinMax",), needs="20.08",
                       notes="int32 output (int64 indices as Signed32); ties give the first index")(_arg(_fn))
+
+
+def _check_top_k(op, ctx):
+    if not ctx.is_const(op.inputs[1]) or ctx.ints(op.inputs[1]).size != 1:
+        return "k must be one constant"
+    if ctx.dtype_of(op.outputs[1]) != DataType.Signed32:
+        return "int64 indices (TOPK_V2 here writes int32 ones)"
+    if ctx.dtype_of(op.outputs[0]) != ctx.dtype_of(op.inputs[0]):
+        return "values of another type than the input"
+    shape = ctx.shape(op.inputs[0])
+    return topk.fits(tuple(shape), int(ctx.ints(op.inputs[1]).reshape(-1)[0])) if shape else "a scalar input"
+
+
+@REGISTRY.register("TOPK_V2", since=1, until=3, inputs=2, multi_output=True, types="free", check=_check_top_k,
+                   layers=("Subtraction", "Floor", "Activation", "Multiplication", "Addition", "Constant",
+                           "FullyConnected", "ArgMinMax", "Gather", "Reshape", "Dequantize", "Cast", "Maximum",
+                           "Minimum", "ElementwiseUnary"), needs="20.08",
+                   notes="the k largest along the last axis, sorted, ties by the lower index: ranks counted "
+                         "pairwise (float, quantized; int32 from 23.08)")
+def top_k_v2(ctx, op):
+    x = ctx.port(op.inputs[0])
+    return list(topk.top_k(ctx.b, x, -1, int(ctx.ints(op.inputs[1]).reshape(-1)[0]), True, ctx.name(op)))
