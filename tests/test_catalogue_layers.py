@@ -104,6 +104,7 @@ def _builder_models():
     import test_reduce_log_sum_exp as lse
     import test_tflite_direct as direct
     import test_tflite_lookup_fill as lookup
+    import test_tflite_select as sel
     import test_tflite_topk as tfl_topk
     yield from (ein._case(k)[0] for k in range(len(ein.CASES)))
     yield from (lse._model(*c) for c in lse.CASES)
@@ -116,6 +117,9 @@ def _builder_models():
     yield from (gnd._tflite((5, 3, 4), idx, const, quant) for const in (True, False) for quant in (False, True))
     yield from (direct._model(op) for op in sorted(direct.OPS))
     yield from (direct.pow_model(s, c)[0] for s, c in (((), True), ((3, 1), False)))
+    yield from (sel._model(op) for op in sorted(sel.OPTS))
+    yield from (sel._model("EQUAL", 0.0), sel._model("GREATER", select="SELECT"), sel._logical_model(),
+                sel._int_model(), sel._int8_model())
     yield from (lookup._lookup(), lookup._lookup(np.array([3, 3, 1], np.int32)), lookup._fill(), lookup._range())
 
 

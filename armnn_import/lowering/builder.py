@@ -209,10 +209,11 @@ class NetBuilder(ConvolutionLayers, FormatLayers):
             return self.activation(x, AF.ReLu, name, quant=quant)
         return self.activation(x, AF.BoundedReLu, name, hi, lo, quant)
 
-    def fill_like(self, x: Port, value: float, name: str) -> Port:
-        """A tensor of x's shape filled with `value`, made as Linear(a=0, b=value)
-        (no Constant layer; NaN or inf in x propagate)."""
-        return self.linear(x, 0.0, value, name)
+    def fill_like(self, x: Port, value: float, name: str, quant=None) -> Port:
+        """A tensor of x's shape filled with `value`, whatever x holds: BoundedReLu(a = b = value),
+        std::min(value, std::max(value, x)), is value for every x, NaN and infinities included
+        (std::max(v, NaN) is v). (Linear(a=0, b=value) would give NaN for an infinite x: 0 * inf.)"""
+        return self.activation(x, AF.BoundedReLu, name, float(value), float(value), quant)
 
     def constant(self, x: Port, values: np.ndarray, name: str) -> Port:
         """A float32 constant tensor without a Constant layer: one element of x

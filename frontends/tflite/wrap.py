@@ -1,9 +1,10 @@
 """Keras 3's Embedding takes negative ids from the end (numpy's `take`): its TFLite graph is
-SELECT_V2(LESS(ids, 0), ADD(ids, n), ids) before the GATHER of the n-row table. No Arm NN format
-has a select layer, but the three ops are the GATHER's own negative-index rule on [-n, n), which
-the Gather layer can give exactly (gather.gather_runtime): Arm NN 23.08's CpuRef wraps a negative
-index itself (reference/workloads/Gather.cpp), and on 20.08 the table is gathered twice over at
-ids + n. Only that shape of the idiom is taken; any other SELECT stays refused."""
+SELECT_V2(LESS(ids, 0), ADD(ids, n), ids) before the GATHER of the n-row table. ops/select.py
+selects float and 8-bit values, not int32 ones, but the three ops are the GATHER's own
+negative-index rule on [-n, n), which the Gather layer can give exactly (gather.gather_runtime):
+Arm NN 23.08's CpuRef wraps a negative index itself (reference/workloads/Gather.cpp), and on 20.08
+the table is gathered twice over at ids + n. Only that shape of the idiom is taken; any other
+SELECT is ops/select.py's."""
 from __future__ import annotations
 
 import numpy as np

@@ -154,7 +154,7 @@ def _wrap_model(n_added: int, rows: int = 30, zero: int = 0) -> bytes:
 @pytest.mark.parametrize("target", ["20.08", "23.08"])
 def test_only_the_embedding_wrap_of_select_v2_converts(target, armnn_runner_for):
     """The idiom converts; a SELECT_V2 that is not it (n other than the table's rows, a comparison
-    with another constant) stays refused: no Arm NN format has a select layer."""
+    with another constant) stays refused: ops/select.py selects float and 8-bit values, not int32."""
     from armnn_import import UnsupportedModelError, convert
     data = _wrap_model(30)
     ids = np.array([[-30, -1, 0, 7, 29]], np.int32)

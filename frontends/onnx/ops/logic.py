@@ -13,8 +13,7 @@ stand for ONNX booleans are kept in ctx.bool_float and become Boolean again
 
 The Boolean results themselves are exact for NaN, infinities and signed zeros:
 GreaterOrEqual, LessOrEqual and Not(Equal) use the recipes of
-armnn_import/lowering/compare.py. (The float masks are exact for finite operands;
-two equal infinities give inf - inf = NaN there.)
+armnn_import/lowering/compare.py, and so are the float masks (armnn_import/lowering/masks.py).
 """
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, infinity_mask, int_mask, safe_constant
+from armnn_import.lowering.masks import float_mask, select
 
 from ..registry import register
 from .common import binary, broadcast
@@ -48,13 +48,17 @@ def _eq_infinity(ctx, a, b, n):
     return None if m is None else ctx.to_shape(m, broadcast(ctx.lshape(x), np.shape(c)), f"{n}_inf_shape")
 
 
+def _exact(kind):
+    """The shared exact mask (lowering.masks: NaN and two equal infinities included)."""
+    return lambda ctx, a, b, n: float_mask(ctx.b, kind, a, b, n)
+
+
 # kind -> (mask of a (op) b from the operands)
 _MASKS = {
     "gt": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n),
-    "ge": lambda ctx, a, b, n: step(ctx, _diff(ctx, b, a, f"{n}_d"), n, negate=True),
-    "le": lambda ctx, a, b, n: step(ctx, _diff(ctx, a, b, f"{n}_d"), n, negate=True),
-    "eq": lambda ctx, a, b, n: _eq_infinity(ctx, a, b, n) or step(
-        ctx, ctx.b.activation(_diff(ctx, a, b, f"{n}_d"), AF.Abs, f"{n}_abs"), n, negate=True),
+    "ge": _exact("ge"),
+    "le": _exact("le"),
+    "eq": lambda ctx, a, b, n: _eq_infinity(ctx, a, b, n) or _exact("eq")(ctx, a, b, n),
     "ne": lambda ctx, a, b, n: ctx.b.linear(_MASKS["eq"](ctx, a, b, f"{n}_eq"), -1.0, 1.0, n),
 }
 
@@ -269,7 +273,7 @@ def and_(ctx, node):
     return _boolean_result(ctx, binary(ctx, L.Multiplication, a, b, ctx.name(node)))
 
 
-@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Comparison", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice"))
+@register("Or", since=7, layers=("Maximum", "LogicalBinary", "Comparison", "Activation", "Floor", "Reshape", "Subtraction", "BatchNormalization", "FullyConnected", "StridedSlice", "Multiplication"))
 def or_(ctx, node):
     if _booleans(ctx, [ctx.val(node, 0), ctx.val(node, 1)]):
         return _logical(ctx, node, "or")
@@ -287,13 +291,9 @@ def xor(ctx, node):
 
 
 @register("Where", since=9, layers=("Minimum", "Maximum", "Activation", "Floor", "FullyConnected", "Reshape", "ElementwiseUnary",
-                  "StridedSlice", "Subtraction", "Constant", "Multiplication", "Addition", "Cast"))
+                  "StridedSlice", "Subtraction", "Constant", "Multiplication", "Addition", "Cast", "Division"))
 def where(ctx, node):
-    """A select without multiplying by the mask (inf * 0 and NaN * 0 would leak the unselected
-    branch): with P = +inf where the condition holds and -inf elsewhere,
-        where(c, x, y) = max(min(P, x), min(-P, y))
-    Arm NN's min/max are std::min/std::max, so min(-inf, NaN) is -inf: a NaN or inf in the
-    unselected branch is dropped exactly. (A NaN in the selected branch becomes +inf.)"""
+    """max(min(P, x), min(-P, y)) with P = +-inf from the condition (lowering.masks.select)."""
     c, x, y = (ctx.val(node, i) for i in range(3))
     n = ctx.name(node)
     out_shape = broadcast(broadcast(ctx.lshape(c), ctx.lshape(x)), ctx.lshape(y))
@@ -303,29 +303,8 @@ def where(ctx, node):
     for v in (x, y):
         if isinstance(v, Port) and v.info.dtype != DataType.Float32:
             raise Unsupported(f"Where on {v.info.dtype.name} tensors (only float32 and int32 values can be selected)")
-    ctx.report.decomposition("Where", "max(min(P, x), min(-P, y)) with P = +-inf from the condition")
-    inf = np.float32(np.inf)
-    if isinstance(c, np.ndarray):
-        cb = c.astype(bool)
-        p_pos = np.where(cb, inf, -inf).astype(np.float32)
-        p_neg = -p_pos
-    else:
-        m = float01(ctx, c, f"{n}_cond")
-        half = ctx.b.linear(m, float(np.finfo(np.float32).max), -float(np.finfo(np.float32).max) / 2, f"{n}_half")
-        p_pos = ctx.b.linear(half, 4.0, 0.0, f"{n}_pinf")  # +-FLT_MAX/2 * 4 overflows to +-inf
-        p_neg = ctx.b.linear(p_pos, -1.0, 0.0, f"{n}_ninf")
-
-    def pick(p, v, name):
-        if isinstance(p, np.ndarray) and isinstance(v, np.ndarray):
-            return np.where(p > 0, v, -inf).astype(np.float32)
-        p = p if isinstance(p, Port) else ctx.materialize(p, f"{name}_mask")
-        v = v if isinstance(v, Port) else ctx.materialize(np.asarray(v, np.float32), f"{name}_value")
-        return ctx.b.binary(L.Minimum, p, v, name)  # std::min(P, v): P's value unless v < P
-
-    tx, ty = pick(p_pos, x, f"{n}_x"), pick(p_neg, y, f"{n}_y")
-    tx = tx if isinstance(tx, Port) else ctx.materialize(tx, f"{n}_xc")
-    ty = ty if isinstance(ty, Port) else ctx.materialize(ty, f"{n}_yc")
-    return ctx.to_shape(ctx.b.binary(L.Maximum, tx, ty, n), out_shape, f"{n}_shape")
+    y_ = select(ctx.b, c.astype(bool) if isinstance(c, np.ndarray) else float01(ctx, c, f"{n}_cond"), x, y, n)
+    return ctx.to_shape(y_, out_shape, f"{n}_shape")
 
 
 @register("ThresholdedRelu", since=10, layers=("Activation", "Floor", "Multiplication"))

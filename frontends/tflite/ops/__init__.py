@@ -19,8 +19,6 @@ REGISTRY.refuse("LSTM", reason="recurrent cells have no Arm NN layer in this for
 REGISTRY.refuse("SVDF", reason="no SVDF layer in this format")
 REGISTRY.refuse("COS", reason="no cosine in any Arm NN release written (19.02, 20.08, 23.08: Sin only, from 23.08)")
 REGISTRY.refuse("GELU", reason="no exact lowering (needs erf)")
-REGISTRY.refuse("SELECT", "SELECT_V2", reason="no select layer (only the negative-id wrap of a Keras 3 Embedding, "
-                "where(ids < 0, ids + n, ids) read by a GATHER of n rows, converts: from --target 20.08 on)")
 
 from . import conv, elementwise, quantize, recurrent, reduce, resize, shape  # noqa: E402,F401
 from . import gather, pad, space  # noqa: E402,F401  (split from shape.py)
@@ -30,3 +28,4 @@ from . import direct  # noqa: E402,F401  (LOG, SIN, POW, LOG_SOFTMAX: one layer 
 from . import conv3d  # noqa: E402,F401  (CONV_3D, the 23.08 target)
 from . import logical  # noqa: E402,F401  (23.08: LOGICAL_AND/OR/NOT, REVERSE_V2)
 from . import custom  # noqa: E402,F401  (mediapipe's Convolution2DTransposeBias)
+from . import select  # noqa: E402,F401  (SELECT, SELECT_V2: float masks of comparisons)

@@ -139,7 +139,8 @@ for _op, (_lt, _until) in {"ADD": (L.Addition, 5), "SUB": (L.Subtraction, 5), "M
 
 for _op, (_lt, _swap, _until) in {"EQUAL": (L.Equal, False, 4), "GREATER": (L.Greater, False, 2),
                                   "LESS": (L.Greater, True, 2)}.items():
-    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="compare", layers=(_lt.name,),
+    REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="compare",
+                      layers=(_lt.name, "Activation"),  # (a scalar constant: NetBuilder.fill_like)
                       notes="LESS(a, b) is Greater(b, a)" if _swap else "")(
         lambda ctx, op, _lt=_lt, _swap=_swap: binary_op(ctx, op, _lt, _swap))
 
