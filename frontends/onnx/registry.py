@@ -23,7 +23,6 @@ REGISTRY.refuse("Erf",
 REGISTRY.refuse("Cos", "Tan", reason="no cosine or tangent in any Arm NN release written (19.02, 20.08, 23.08): 23.08 has Sin only")
 REGISTRY.refuse("NonZero", "NonMaxSuppression",
                 reason="output shape depends on the data", code="dynamic-shape")
-REGISTRY.refuse("CumSum", reason="no cumulative sum in any Arm NN release written (19.02, 20.08, 23.08)")
 REGISTRY.refuse("If", reason="its condition is computed at run time, and Arm NN has no control flow (an If "
                              "whose condition folds to a constant, such as a shape test, is lowered as the "
                              "branch it takes)")

@@ -288,3 +288,16 @@ def top_k(ctx, node):
     keep = tuple(1 if i == axis else d for i, d in enumerate(shape))
     idx = ctx.b.arg_min_max(x, axis, ArgMinMaxFunction.Min if smallest else ArgMinMaxFunction.Max, f"{n}_arg")
     return [_extreme(ctx, x, [axis], True, smallest, f"{n}_values", "TopK"), ctx.to_shape(idx, keep, f"{n}_indices")]
+
+
+@register("CumSum", since=11, layers=("StridedSlice", "Addition", "Merger", "Concat", "Activation", "Gather",
+                                      "Constant", "Reshape", "Multiplication"),
+          check=needs_const(1, what="axis"),
+          notes="float32: one Addition per step, in onnxruntime's order (axes up to 1,024); int32 from 23.08")
+def cumsum_(ctx, node):
+    from armnn_import.lowering.cumsum import cumsum
+    x = ctx.port(node, 0, dtypes=(DataType.Float32, DataType.Signed32))
+    axis = norm_axes(ctx.const(node, 1, "axis"), max(len(ctx.lshape(x)), 1))[0]
+    y = cumsum(ctx.b, x, axis, bool(ctx.attr(node, "exclusive", 0)), bool(ctx.attr(node, "reverse", 0)),
+               ctx.name(node))
+    return ctx.to_shape(y, ctx.lshape(x), f"{ctx.name(node)}_shape")
