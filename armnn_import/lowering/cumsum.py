@@ -30,9 +30,9 @@ def cumsum(nb: NetBuilder, x: Port, axis: int, exclusive: bool, reverse: bool, n
         raise Unsupported(f"a cumulative sum of {x.info.dtype.name} values (float32, and int32 from 23.08)")
     n = x.info.shape[axis]
     if n > MAX_STEPS:
-        raise Unsupported(f"a cumulative sum over {n} elements (float sums are exact only in onnxruntime's "
-                          f"order: one Addition per element, at most {MAX_STEPS})")
-    nb.report.decomposition("CumSum", "float32: one Addition per step along the axis, in onnxruntime's order")
+        raise Unsupported(f"a cumulative sum over {n} elements (float sums are exact only in the reference "
+                          f"runtime's order: one Addition per element, at most {MAX_STEPS})")
+    nb.report.decomposition("CumSum", "float32: one Addition per step along the axis, in sequence order")
     order = list(range(n))[::-1] if reverse else list(range(n))
     xs = {j: nb.take(x, axis, j, j + 1, f"{name}_x{j}") for j in order}
     out, prev = {}, None

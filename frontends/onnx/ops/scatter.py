@@ -13,7 +13,7 @@ from ..registry import needs_const, register
 from .common import norm_axes
 
 _LAYERS = ("Reshape", "StridedSlice", "Merger", "Concat", "Gather", "Constant", "FullyConnected", "Activation",
-           "Addition", "Multiplication", "Maximum", "Minimum")
+           "Addition", "Multiplication", "Maximum", "Minimum", "Permute", "Transpose")
 
 
 def _reduction(ctx, node):
