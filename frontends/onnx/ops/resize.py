@@ -239,3 +239,33 @@ def resize11(ctx, node):
             spec["roi"] = (float(roi[k]), float(roi[k + len(axes)]))
         per_axis[a] = spec
     return resize(ctx, node, x, per_axis, attrs)
+
+
+_GS_MODES = {"bilinear": "linear", "linear": "linear", "nearest": "nearest"}
+
+
+def _grid_sample_check(node, ctx):
+    mode = node.attrs.get("mode", "linear")
+    if mode not in _GS_MODES:
+        return (f"mode {mode!r} (bicubic sampling is not lowered)", "resample with mode 'linear' or 'nearest'")
+    if node.attrs.get("padding_mode", "zeros") not in ("zeros", "border"):
+        return (f"padding_mode {node.attrs.get('padding_mode')!r} (reflection is not lowered)",
+                "use padding_mode 'zeros' or 'border'")
+    return None
+
+
+@register("GridSample", since=16, check=_grid_sample_check, needs="23.08",
+          layers=("Transpose", "Pad", "Reshape", "StridedSlice", "Activation", "Floor", "Subtraction", "Addition",
+                  "Multiplication", "Concat", "Cast", "Gather", "Splitter", "Constant"),
+          notes="linear/nearest, zeros/border padding, 2-D and 3-D, from --target 23.08; in onnxruntime's order")
+def grid_sample_(ctx, node):
+    from armnn_import.lowering.grid_sample import grid_sample
+    x, grid = ctx.port(node, 0), ctx.port(node, 1)
+    r = x.info.rank - 2
+    if r not in (2, 3) or grid.info.rank != r + 2 or grid.info.shape[-1] != r \
+            or grid.info.shape[0] != x.info.shape[0]:
+        raise Unsupported(f"input of shape {list(x.info.shape)} and grid of shape {list(grid.info.shape)}",
+                          code="bad-model")
+    mode = _GS_MODES[ctx.attr(node, "mode", "linear")]
+    return grid_sample(ctx.b, x, grid, mode, ctx.attr(node, "padding_mode", "zeros"),
+                       bool(ctx.attr(node, "align_corners", 0)), ctx.name(node))
