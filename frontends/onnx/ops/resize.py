@@ -256,7 +256,7 @@ def _grid_sample_check(node, ctx):
 
 @register("GridSample", since=16, check=_grid_sample_check, needs="23.08",
           layers=("Transpose", "Pad", "Reshape", "StridedSlice", "Activation", "Floor", "Subtraction", "Addition",
-                  "Multiplication", "Concat", "Cast", "Gather", "Splitter", "Constant"),
+                  "Multiplication", "Concat", "Merger", "Cast", "Gather", "Splitter", "Constant"),
           notes="linear/nearest, zeros/border padding, 2-D and 3-D, from --target 23.08; in onnxruntime's order")
 def grid_sample_(ctx, node):
     from armnn_import.lowering.grid_sample import grid_sample
