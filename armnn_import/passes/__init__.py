@@ -19,6 +19,7 @@ from .conv_fc import convs_as_fully_connected
 from .direct import direct_layers
 from .fc_bias import shifts_into_fc
 from .fc_flatten import reshapes_into_fc
+from .int16 import int16_layers
 from .layout import sink_permutes
 from .lstm_major import batch_major_lstm
 from .pad_fold import fold_pads
@@ -54,6 +55,7 @@ PIPELINE = (
     ("remove_dead_layers", remove_dead_layers),
     ("drop_unread_views", drop_unread_views),  # richer targets only: Splitter outputs all connected
     ("move_reshapes", move_reshapes),  # richer targets only: after the views are final
+    ("int16_layers", int16_layers),  # QSymmS16 targets: after the views and Reshapes are final
     ("batch_major_lstm", batch_major_lstm),  # the 23.08 format only: no Permutes around an LSTM
     # last of the passes that drop identity Reshapes: formats before 23.08 only (Arm NN 20.08 misfolds a Pad)
     ("guard_pad_convs", guard_pad_convs),

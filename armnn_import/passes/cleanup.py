@@ -157,8 +157,9 @@ def drop_unused_inputs(graph: Graph, report: Report) -> int:
     return len(dead)
 
 
-def fold_constants(graph: Graph, report: Report) -> int:
-    """Evaluate layers whose inputs are all Constant layers (numpy executor)."""
+def fold_constants(graph: Graph, report: Report, keep_int16: bool = True) -> int:
+    """Evaluate layers whose inputs are all Constant layers (numpy executor), but the Dequantize
+    of QSymmS16 constants while keep_int16."""
     from ..executor import evaluate
     from ..ir.compat import reads_as_written_by_23_08
 
@@ -170,6 +171,8 @@ def fold_constants(graph: Graph, report: Report) -> int:
             continue
         if layer.type == LayerType.Reshape and reads_as_written_by_23_08(graph, layer.inputs[0].layer):
             continue  # a [1, 1, H, W] Constant and its Reshape: the form Arm NN 23.08 reads right
+        if keep_int16 and layer.type == LayerType.Dequantize and layer.inputs[0].info.dtype == DataType.QSymmS16:
+            continue  # int16 levels that passes/int16.py may compute on (it folds what it leaves)
         try:
             values = evaluate(layer, [p.layer.tensors["input"].data for p in layer.inputs])
         except ArmnnImportError:  # e.g. a layer the runtime can't run either: leave it

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import armnn_import
 from armnn_import import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -98,6 +99,33 @@ def test_16x8_gru_with_a_shared_bias_on_the_runtime(target, release, armnn_runne
         got, = armnn_runner_for(release)(str(out), [x])
         apart = np.abs(got.reshape(want.shape) - want) / step
         assert apart.max() <= 4.01, apart.max()
+
+
+@pytest.mark.parametrize("target, release", GRID16_READS)
+def test_16x8_gru_computes_on_the_int16_tensors(target, release, armnn_runner_for, tmp_path, monkeypatch):
+    """passes/int16.py: the Additions, Multiplications, Activations and movers between int16
+    roundings read and write QSymmS16 tensors, which CpuRef decodes, computes in float32 and
+    rounds: the same numbers as a float layer between Dequantize and Quantize, in half the layers
+    (213 -> 102 at 23.08; Arm NN 23.08's own TfLite parser writes 98, which its CpuRef refuses)."""
+    import armnn_import.passes.int16 as P
+    from armnn_import.serialize.reader import read
+    out = tmp_path / "m.armnn"
+    assert cli.main([f"{GRU_16X8}.tflite", "-o", str(out), "-q", "--target", target]) == 0
+    kinds = [layer.type.name for layer in read(out.read_bytes()).layers]
+    assert len(kinds) <= 105 and kinds.count("Quantize") <= 10, (len(kinds), kinds.count("Quantize"))
+    assert {layer.outputs[0].dtype.name for layer in read(out.read_bytes()).layers
+            if layer.type.name in ("Addition", "Multiplication", "Activation")} == {"QSymmS16"}
+    monkeypatch.setattr(P, "_change", lambda graph, S, report: 0)
+    rounded = armnn_import.convert(f"{GRU_16X8}.tflite", target=target)  # every result rounded by its pair
+    assert len(rounded.network.layers) > 200
+    ref = np.load(f"{GRU_16X8}.npz")
+    rng = np.random.default_rng(5)
+    run = armnn_runner_for(release)
+    for x in [ref["input_0"]] + [rng.uniform(-2, 2, ref["input_0"].shape).astype(np.float32) for _ in range(2)]:
+        got, = run(str(out), [x])
+        np.testing.assert_array_equal(got, run(rounded.to_bytes(), [x])[0])
+        (want,) = run_litert(Path(f"{GRU_16X8}.tflite").read_bytes(), [x])
+        assert np.abs(got.reshape(want.shape) - want).max() / float(np.float32(1.975431e-05)) <= 4.01
 
 
 @pytest.mark.parametrize("target, release", READS)

@@ -10,6 +10,7 @@ from armnn_import.ir.types import UnaryOperation
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.compare import COMPARE, safe_constant
 
+from .. import grid16 as G
 from .. import quant as Q
 from .. import types as T
 from . import REGISTRY
@@ -43,6 +44,28 @@ def _shared_constant(ctx, ci, rank):
         data = t.data.astype(np.int16) + (128 if t.type == T.INT8 else 0)  # (uint8 levels, as qparams)
         ct = ConstTensor(data.astype(np.uint8).reshape(shape), TensorInfo(shape, DataType.QuantisedAsymm8, scale, offset))
         ctx.shared[key] = ctx.b.constant_layer(ct, f"{t.name}_shared")
+    return ctx.shared[key]
+
+
+def _grid_constant(ctx, ltype, ci, c) -> bool:
+    """Whether an int16 constant operand (16x8 mode) that varies is read as its own QSymmS16
+    levels: passes/int16.py then computes the layer on the int16 tensors (its Dequantize folds
+    into a float32 Constant where the layer stays float)."""
+    t = ctx.t(ci)
+    return (ctx.grid16 and t.type == T.INT16 and G.fits(t) and ci not in ctx.folded and
+            ltype in (L.Addition, L.Subtraction, L.Multiplication) and c.size > 1 and not np.all(c == c.reshape(-1)[0]))
+
+
+def _grid16_constant(ctx, ci, rank):
+    """Dequantize(a QSymmS16 Constant of the tensor's int16 levels), shared by its readers:
+    (float) q * scale, the float32 values ctx.const gives, bit for bit."""
+    t = ctx.t(ci)
+    shape = (1,) * (rank - len(t.shape)) + tuple(t.shape)
+    key = (ci, shape, "int16")
+    if key not in ctx.shared:
+        ct = ConstTensor(t.data.astype(np.int16).reshape(shape),
+                         TensorInfo(shape, DataType.QSymmS16, float(np.float32(t.quant.scale[0])), 0))
+        ctx.shared[key] = ctx.b.add(L.Dequantize, f"{t.name}_levels", [ctx.b.constant_layer(ct, f"{t.name}_int16")])
     return ctx.shared[key]
 
 
@@ -115,6 +138,9 @@ def binary_op(ctx, op, ltype, swap=False):
             cq = ctx.qparams(ci) if ctx.t(ci).quant is not None and ctx.t(ci).quant.per_tensor \
                 and ctx.t(ci).type in (T.UINT8, T.INT8) and ci not in ctx.folded else None
             y = _quant_const(ctx, ltype, x, c, name, ca, q, cq, ci)
+        elif _grid_constant(ctx, ltype, a if ca else b, c):
+            cp = _grid16_constant(ctx, a if ca else b, x.info.rank)
+            y = nb.binary(ltype, cp, x, name) if ca else nb.binary(ltype, x, cp, name)
         else:
             y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
     return ctx.fused(y, op.options.get("fused_activation_function", 0), name, q)
