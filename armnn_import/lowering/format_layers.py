@@ -6,7 +6,7 @@ import numpy as np
 
 from ..ir import descriptors as D
 from ..ir.graph import Port
-from ..ir.types import ConstTensor, DataLayout, DataType, LayerType
+from ..ir.types import ActivationFunction, ConstTensor, DataLayout, DataType, LayerType, UnaryOperation
 
 # RefLayerSupport::IsSplitterSupported (20.08 and 23.08), of the types the IR has
 SPLITTER_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
@@ -23,6 +23,17 @@ class FormatLayers:
 
     def unary(self, x: Port, op, name: str, quant=None) -> Port:
         return self.add(LayerType.ElementwiseUnary, name, [x], D.ElementwiseUnaryDescriptor(op), quant=quant)
+
+    def exp(self, x: Port, name: str) -> Port:
+        """e^x: one ElementwiseUnary Exp from the 23.08 format on (CpuRef's std::exp); before,
+        sigmoid(x) / sigmoid(-x) = (1 + e^x) / (1 + e^-x): an identity, exact up to float rounding,
+        and without overflow until e^x itself overflows."""
+        if self.target.has(LayerType.ElementwiseUnary):  # (23.08: 20.08 cannot read the layer)
+            return self.unary(x, UnaryOperation.Exp, name)
+        self.report.decomposition("Exp", "Sigmoid(x) / Sigmoid(-x)")
+        pos = self.activation(x, ActivationFunction.Sigmoid, f"{name}_sig")
+        neg = self.activation(self.linear(x, -1.0, 0.0, f"{name}_neg"), ActivationFunction.Sigmoid, f"{name}_signeg")
+        return self.add(LayerType.Division, name, [pos, neg])
 
     def prelu(self, x: Port, alpha, name: str, quant=None) -> Port:
         """x < 0 ? alpha * x : x (Prelu layer, the 20.08 format on), alpha a Port, a ConstTensor of

@@ -157,15 +157,15 @@ def drop_unused_inputs(graph: Graph, report: Report) -> int:
     return len(dead)
 
 
-def fold_constants(graph: Graph, report: Report, keep_int16: bool = True) -> int:
+def fold_constants(graph: Graph, report: Report, keep_int16: bool = True, only: LayerType | None = None) -> int:
     """Evaluate layers whose inputs are all Constant layers (numpy executor), but the Dequantize
-    of QSymmS16 constants while keep_int16."""
+    of QSymmS16 constants while keep_int16; layers of type `only`, if given."""
     from ..executor import evaluate
     from ..ir.compat import reads_as_written_by_23_08
 
     n = 0
     for layer in list(graph.layers):
-        if not layer.inputs or layer.type == LayerType.Output:
+        if not layer.inputs or layer.type == LayerType.Output or (only is not None and layer.type != only):
             continue
         if not all(p.layer.type == LayerType.Constant for p in layer.inputs):
             continue

@@ -79,7 +79,8 @@ def int16_layers(graph: Graph, report: Report) -> int:
         return 0
     S = {l for l in graph.layers if _candidate(graph, l)}
     n = _change(graph, S, report) if S else 0
-    fold_constants(graph, report, keep_int16=False)  # (int16 constants no layer reads as int16: float32)
+    # the int16 constants no layer reads as int16 become float32 Constants again
+    fold_constants(graph, report, keep_int16=False, only=LayerType.Dequantize)
     return n
 
 

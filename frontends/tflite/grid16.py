@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from armnn_import.ir.types import DataType, LayerType, TensorInfo
+from armnn_import.ir.types import ConstTensor, DataType, LayerType, TensorInfo
 
 from .types import INT16
 
@@ -68,6 +68,30 @@ def round_to_grid(ctx, op, k: int, port):
     ctx.report.decomposition("16x8 mode", "int16 tensors as float32, each result rounded to its int16 grid "
                              "by Quantize (QSymmS16) + Dequantize")
     return ctx.b.add(LayerType.Dequantize, f"{name}_grid", [q])
+
+
+def varying_constant(ctx, ltype, ci, c) -> bool:
+    """Whether an int16 constant operand (16x8 mode) that varies is read as its own QSymmS16
+    levels: passes/int16.py then computes the layer on the int16 tensors (its Dequantize folds
+    into a float32 Constant where the layer stays float)."""
+    t = ctx.t(ci)
+    varies = c.size > 1 and not np.all(c == c.reshape(-1)[0])  # (a uniform one is a Linear activation)
+    return (ctx.grid16 and t.type == INT16 and fits(t) and ci not in ctx.folded and varies and
+            ltype in (LayerType.Addition, LayerType.Subtraction, LayerType.Multiplication))
+
+
+def levels_constant(ctx, ci, rank):
+    """Dequantize(a QSymmS16 Constant of the tensor's int16 levels), shared by its readers:
+    (float) q * scale, the float32 values ctx.const gives, bit for bit."""
+    t = ctx.t(ci)
+    shape = (1,) * (rank - len(t.shape)) + tuple(t.shape)
+    key = (ci, shape, "int16")
+    if key not in ctx.shared:
+        ct = ConstTensor(t.data.astype(np.int16).reshape(shape),
+                         TensorInfo(shape, DataType.QSymmS16, float(np.float32(t.quant.scale[0])), 0))
+        levels = ctx.b.constant_layer(ct, f"{t.name}_int16")
+        ctx.shared[key] = ctx.b.add(LayerType.Dequantize, f"{t.name}_levels", [levels])
+    return ctx.shared[key]
 
 
 def _reduced(m: float) -> float:

@@ -1,6 +1,7 @@
-"""GridSample (armnn_import/lowering/grid_sample.py) on Arm NN 23.08 against onnxruntime: linear
-and nearest, zeros and border padding, both align_corners, 2-D and 3-D, batches, positions
-outside the image, on pixel centres and on rounding ties; the numpy executor beside the runtime.
+"""GridSample (armnn_import/lowering/grid_sample.py) on Arm NN 23.08 against onnxruntime: linear,
+nearest and cubic, zeros, border and reflection padding, both align_corners, 2-D and 3-D, batches,
+positions outside the image (reflected over several periods), on pixel centres and on rounding
+ties; the numpy executor beside the runtime.
 onnxruntime's generic kernel is matched bit for bit; its 2-D linear/zeros/align 0 fast path sums
 the four weighted corners in another order (within float rounding)."""
 from __future__ import annotations
@@ -47,24 +48,24 @@ def _check(model, x, grid, runner, tmp_path, exact):
             np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("mode", ["linear", "nearest"])
-@pytest.mark.parametrize("padding", ["zeros", "border"])
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align", [0, 1])
 def test_2d(mode, padding, align, armnn_runner_for, tmp_path):
     rng = np.random.default_rng(7)
     x = rng.standard_normal((2, 3, 5, 7)).astype(np.float32)
-    grid = _grid(rng, (2, 4, 6, 2), 2)
+    grid = _grid(rng, (2, 4, 6, 2), 2) * (2.5 if padding == "reflection" else 1)  # (up to 3 widths out)
     fast = mode == "linear" and padding == "zeros" and not align
     _check(_model(x.shape, grid.shape, mode=mode, padding_mode=padding, align_corners=align), x, grid,
            armnn_runner_for("23.08"), tmp_path, exact=not fast)
 
 
 @pytest.mark.parametrize("mode", ["linear", "nearest"])
-@pytest.mark.parametrize("padding", ["zeros", "border"])
+@pytest.mark.parametrize("padding", ["zeros", "border", "reflection"])
 def test_3d(mode, padding, armnn_runner_for, tmp_path):
     rng = np.random.default_rng(8)
     x = rng.standard_normal((1, 2, 3, 4, 5)).astype(np.float32)
-    grid = _grid(rng, (1, 2, 3, 4, 3), 3)
+    grid = _grid(rng, (1, 2, 3, 4, 3), 3) * (2.5 if padding == "reflection" else 1)
     _check(_model(x.shape, grid.shape, mode=mode, padding_mode=padding, align_corners=0), x, grid,
            armnn_runner_for("23.08"), tmp_path, exact=True)
 
@@ -95,6 +96,9 @@ def test_refusals_name_the_reason():
     m = _model((1, 1, 4, 4), (1, 2, 2, 2))
     with pytest.raises(armnn_import.UnsupportedModelError, match="--target 23.08"):
         armnn_import.convert(m, target="20.08")
-    for attrs, why in (({"mode": "cubic"}, "bicubic"), ({"padding_mode": "reflection"}, "reflection")):
+    for shapes, attrs, why in ((((1, 1, 2, 3, 4), (1, 2, 2, 2, 3)), {"mode": "cubic"}, "cubic sampling of a 3-D"),
+                               (((1, 1, 1, 4), (1, 2, 2, 2)), {"padding_mode": "reflection", "align_corners": 1},
+                                "divides by zero"),
+                               (((1, 1, 4, 4), (1, 2, 2, 2)), {"mode": "lanczos"}, "not an ONNX GridSample mode")):
         with pytest.raises(armnn_import.UnsupportedModelError, match=why):
-            armnn_import.convert(_model((1, 1, 4, 4), (1, 2, 2, 2), **attrs), target="23.08")
+            armnn_import.convert(_model(*shapes, **attrs), target="23.08")

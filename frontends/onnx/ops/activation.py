@@ -84,15 +84,7 @@ def reciprocal(ctx, node):
 
 
 def exp(ctx, x: Port, name: str) -> Port:
-    """e^x: one ElementwiseUnary Exp from the 23.08 format on (CpuRef's std::exp, as
-    onnxruntime's); before, sigmoid(x) / sigmoid(-x) = (1 + e^x) / (1 + e^-x): an identity,
-    exact up to float rounding, and without overflow until e^x itself overflows."""
-    if ctx.b.target.has(L.ElementwiseUnary):  # (23.08: 20.08 cannot read the layer)
-        return ctx.b.unary(x, UnaryOperation.Exp, name)
-    ctx.report.decomposition("Exp", "Sigmoid(x) / Sigmoid(-x)")
-    pos = ctx.b.activation(x, AF.Sigmoid, f"{name}_sig")
-    neg = ctx.b.activation(ctx.b.linear(x, -1.0, 0.0, f"{name}_neg"), AF.Sigmoid, f"{name}_signeg")
-    return ctx.b.binary(L.Division, pos, neg, name)
+    return ctx.b.exp(x, name)  # (CpuRef's std::exp is onnxruntime's)
 
 
 @register("Exp", since=6, layers=("Activation", "Division", "ElementwiseUnary"),

@@ -241,23 +241,24 @@ def resize11(ctx, node):
     return resize(ctx, node, x, per_axis, attrs)
 
 
-_GS_MODES = {"bilinear": "linear", "linear": "linear", "nearest": "nearest"}
+_GS_MODES = {"bilinear": "linear", "linear": "linear", "nearest": "nearest", "bicubic": "cubic", "cubic": "cubic"}
 
 
 def _grid_sample_check(node, ctx):
     mode = node.attrs.get("mode", "linear")
     if mode not in _GS_MODES:
-        return (f"mode {mode!r} (bicubic sampling is not lowered)", "resample with mode 'linear' or 'nearest'")
-    if node.attrs.get("padding_mode", "zeros") not in ("zeros", "border"):
-        return (f"padding_mode {node.attrs.get('padding_mode')!r} (reflection is not lowered)",
-                "use padding_mode 'zeros' or 'border'")
+        return (f"mode {mode!r} (not an ONNX GridSample mode)", "use 'linear', 'nearest' or 'cubic'")
+    if node.attrs.get("padding_mode", "zeros") not in ("zeros", "border", "reflection"):
+        return (f"padding_mode {node.attrs.get('padding_mode')!r} (not an ONNX padding mode)",
+                "use padding_mode 'zeros', 'border' or 'reflection'")
     return None
 
 
 @register("GridSample", since=16, check=_grid_sample_check, needs="23.08",
           layers=("Transpose", "Pad", "Reshape", "StridedSlice", "Activation", "Floor", "Subtraction", "Addition",
-                  "Multiplication", "Concat", "Merger", "Cast", "Gather", "Splitter", "Constant"),
-          notes="linear/nearest, zeros/border padding, 2-D and 3-D, from --target 23.08; in onnxruntime's order")
+                  "Multiplication", "Concat", "Merger", "Cast", "Gather", "Splitter", "Constant", "Minimum"),
+          notes="linear/nearest/cubic, zeros/border/reflection padding, 2-D and 3-D (cubic 2-D), from --target "
+                "23.08; in onnxruntime's order")
 def grid_sample_(ctx, node):
     from armnn_import.lowering.grid_sample import grid_sample
     x, grid = ctx.port(node, 0), ctx.port(node, 1)

@@ -47,28 +47,6 @@ def _shared_constant(ctx, ci, rank):
     return ctx.shared[key]
 
 
-def _grid_constant(ctx, ltype, ci, c) -> bool:
-    """Whether an int16 constant operand (16x8 mode) that varies is read as its own QSymmS16
-    levels: passes/int16.py then computes the layer on the int16 tensors (its Dequantize folds
-    into a float32 Constant where the layer stays float)."""
-    t = ctx.t(ci)
-    return (ctx.grid16 and t.type == T.INT16 and G.fits(t) and ci not in ctx.folded and
-            ltype in (L.Addition, L.Subtraction, L.Multiplication) and c.size > 1 and not np.all(c == c.reshape(-1)[0]))
-
-
-def _grid16_constant(ctx, ci, rank):
-    """Dequantize(a QSymmS16 Constant of the tensor's int16 levels), shared by its readers:
-    (float) q * scale, the float32 values ctx.const gives, bit for bit."""
-    t = ctx.t(ci)
-    shape = (1,) * (rank - len(t.shape)) + tuple(t.shape)
-    key = (ci, shape, "int16")
-    if key not in ctx.shared:
-        ct = ConstTensor(t.data.astype(np.int16).reshape(shape),
-                         TensorInfo(shape, DataType.QSymmS16, float(np.float32(t.quant.scale[0])), 0))
-        ctx.shared[key] = ctx.b.add(L.Dequantize, f"{t.name}_levels", [ctx.b.constant_layer(ct, f"{t.name}_int16")])
-    return ctx.shared[key]
-
-
 def _quant_const(ctx, ltype, x, c, name, const_first, q, cquant=None, ci=None):
     """x (op) c for a quantized x: scalars become Linear/BoundedReLu, per-channel
     constants a BatchNormalization, computing straight into the output quantization; a
@@ -138,8 +116,8 @@ def binary_op(ctx, op, ltype, swap=False):
             cq = ctx.qparams(ci) if ctx.t(ci).quant is not None and ctx.t(ci).quant.per_tensor \
                 and ctx.t(ci).type in (T.UINT8, T.INT8) and ci not in ctx.folded else None
             y = _quant_const(ctx, ltype, x, c, name, ca, q, cq, ci)
-        elif _grid_constant(ctx, ltype, a if ca else b, c):
-            cp = _grid16_constant(ctx, a if ca else b, x.info.rank)
+        elif G.varying_constant(ctx, ltype, a if ca else b, c):
+            cp = G.levels_constant(ctx, a if ca else b, x.info.rank)
             y = nb.binary(ltype, cp, x, name) if ca else nb.binary(ltype, x, cp, name)
         else:
             y = nb.binary_const(ltype, x, c, name, const_first=ca, channel_axis=x.info.rank - 1)
@@ -153,13 +131,14 @@ def _check_binary(op, ctx):
 
 
 # constants folded into Linear/BoundedReLu Activations or a BatchNormalization; a quantized one made by
-# a FullyConnected (StridedSlice, Reshape); a quantized per-channel one that 2+ ADDs share, a Constant
+# a FullyConnected (StridedSlice, Reshape); a quantized per-channel one that 2+ ADDs share, a Constant;
+# a varying int16 one (16x8 mode), Dequantize(Constant): grid16.levels_constant
 _BROADCAST = ("Activation", "BatchNormalization", "FullyConnected", "Reshape", "StridedSlice")
 for _op, (_lt, _until) in {"ADD": (L.Addition, 5), "SUB": (L.Subtraction, 5), "MUL": (L.Multiplication, 7),
                            "DIV": (L.Division, 2), "MAXIMUM": (L.Maximum, 4),
                            "MINIMUM": (L.Minimum, 4)}.items():
     REGISTRY.register(_op, since=1, until=_until, inputs=2, foldable=True, types="all", check=_check_binary,
-                      layers=(_lt.name,) + _BROADCAST + (("Constant",) if _op == "ADD" else ()),
+                      layers=(_lt.name,) + _BROADCAST + (("Constant", "Dequantize") if _op in ("ADD", "SUB", "MUL") else ()),
                       notes="broadcasting; constants folded into Linear/BoundedReLu/BatchNormalization")(
         lambda ctx, op, _lt=_lt: binary_op(ctx, op, _lt))
 
@@ -387,21 +366,10 @@ def prelu(ctx, op):
     return nb.binary(L.Addition, pos, scaled, name, quant=q)
 
 
-def exp_port(nb, x, name):
-    """e^x: one ElementwiseUnary Exp from the 23.08 format on (CpuRef's std::exp); before,
-    sigmoid(x) / sigmoid(-x), exact in real arithmetic and accurate to a few float ulps."""
-    if nb.g.target.has(L.ElementwiseUnary):  # (23.08: 20.08 cannot read the layer)
-        return nb.unary(x, UnaryOperation.Exp, name)
-    nb.report.decomposition("EXP", "sigmoid(x) / sigmoid(-x)")
-    s = nb.activation(x, AF.Sigmoid, f"{name}_sig")
-    r = nb.activation(nb.linear(x, -1.0, 0.0, f"{name}_negate"), AF.Sigmoid, f"{name}_sig_neg")
-    return nb.binary(L.Division, s, r, name)
-
-
 @REGISTRY.register("EXP", since=1, until=2, check=_float_only, layers=("Activation", "Division", "ElementwiseUnary"),
                    notes="from --target 23.08 one ElementwiseUnary Exp, before sigmoid(x) / sigmoid(-x)")
 def exp(ctx, op):
-    return exp_port(ctx.b, ctx.port(op.inputs[0]), ctx.name(op))
+    return ctx.b.exp(ctx.port(op.inputs[0]), ctx.name(op))
 
 
 @REGISTRY.register("ELU", since=1, until=1, check=_float_only,
