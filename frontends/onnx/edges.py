@@ -60,6 +60,18 @@ def add_inputs(conv) -> None:
                                                   "cannot be network inputs)", code="unsupported-type"))
             continue
         dtype = INPUT_TYPES.get(tt.elem_type)
+        q = None
+        if tt.elem_type == TensorProto.UINT8:
+            q = None if conv.quant.dequantize else conv.quant.before(vi.name)
+            if q is None:
+                bad.append(Problem("input", vi.name, "is uint8; a uint8 network input must feed only "
+                                   "DequantizeLinear nodes with one constant per-tensor scale and zero point"
+                                   + (" (not with --dequantize)" if conv.quant.dequantize else ""),
+                                   "convert the model to float32", code="unsupported-type"))
+                continue
+            dtype = DataType.QuantisedAsymm8  # (the uint8 values as they are, with the DequantizeLinear's scale)
+            conv.report.quantization.append({"tensor": vi.name, "decision": "uint8 model input read by "
+                                             "DequantizeLinear: feed its uint8 values", "scale": q[0], "offset": q[1]})
         if dtype is None:
             bad.append(Problem("input", vi.name, f"has element type "
                                f"{TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in TensorProto.DataType.values() else tt.elem_type}; "
@@ -79,9 +91,10 @@ def add_inputs(conv) -> None:
         del tt.shape.dim[:]
         for d in shape:
             tt.shape.dim.add().dim_value = d
-        q = conv.quant.input_quant(vi.name) if dtype == DataType.Float32 else None
-        if q is not None:  # a float input feeding QuantizeLinear only: the network takes uint8
-            dtype = DataType.QuantisedAsymm8
+        if dtype == DataType.Float32:
+            q = conv.quant.input_quant(vi.name)
+            if q is not None:  # a float input feeding QuantizeLinear only: the network takes uint8
+                dtype = DataType.QuantisedAsymm8
         port = conv.g.add_input(vi.name, TensorInfo(shape or (1,), dtype, *(q or (1.0, 0))))
         if not shape:
             conv.scalars.add(port)

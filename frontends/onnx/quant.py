@@ -205,6 +205,14 @@ class QuantState:
         params = {self._q_params_of(u) for u in users}
         return params.pop() if len(params) == 1 and None not in params else None
 
+    def before(self, tensor: str) -> tuple[float, int] | None:
+        """The quantization of the DequantizeLinear nodes that every consumer of a uint8 `tensor` is."""
+        users = self.consumers.get(tensor, [])
+        if not users or any(u.op_type != "DequantizeLinear" or u.input[0] != tensor for u in users):
+            return None
+        params = {self._q_params_of(u) for u in users}  # (an absent zero point: uint8's 0)
+        return params.pop() if len(params) == 1 and None not in params else None
+
     def out_quant(self, node, keep: Port | None = None) -> tuple[float, int]:
         """Output quantization of a float operator lowered on quantized inputs: the
         QuantizeLinear's that follows it, else (operators that cannot leave their input's

@@ -98,7 +98,7 @@ def test_rich_target_files_all_load(results_rich):
 # Attention cases whose masks compare int32 positions; float32 parts of float16 models: 986;
 # session 21: exact float masks (Where, Greater/Less/Equal...), Scatter*/GatherElements with constant
 # indices, CumSum: 902 and 900, 1003 on 20.08 and 1001 on 23.08, 1078)
-PASS_FLOORS = {"20.08": (902, 1003), "23.08": (900, 1078)}
+PASS_FLOORS = {"20.08": (902, 1003), "23.08": (900, 1096)}
 
 
 def test_attention_with_int32_position_masks_from_23_08(results_rich, armnn_release_runner):
@@ -113,6 +113,14 @@ def test_attention_with_int32_position_masks_from_23_08(results_rich, armnn_rele
         fails = {k for k, v in cases.items() if v[1] == "fail"}
         assert fails == {"test_attention_4d_causal_nonpad_negative_offset_structural_empty",
                          "test_attention_4d_causal_nonpad_negative_offset_structural_empty_expanded"}, fails
+
+
+def test_grid_sample_every_mode_from_23_08(results_rich, armnn_release_runner):
+    """Session 22: linear, nearest and cubic, zeros, border and reflection padding: all 18 cases
+    run on Arm NN 23.08 (tests/onnx/test_onnx_grid_sample.py: bit for bit with onnxruntime)."""
+    cases = {k: v[1] for k, v in results_rich.items() if v[0] == "GridSample"}
+    if armnn_release_runner.release == "23.08":
+        assert len(cases) >= 18 and set(cases.values()) == {"pass"}, cases
 
 
 def test_gather_nd(results, results_rich, armnn_release_runner):

@@ -368,3 +368,39 @@ def test_global_average_pool_ties_round_to_even(armnn_runner):
         assert np.sum(levels % 4 == 2) > 8
         assert lsb_errors(result, got, plain).max() == 0
         assert_within_kernel_spread(result, got, plain, fast, extra=0)
+
+
+def _uint8_input_model():
+    """A uint8 image read by DequantizeLinear (zero point 128), a QDQ Relu, a float output."""
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["d"]), helper.make_node("Relu", ["d"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s2", "z2"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s2", "z2"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(v, t), n) for n, v, t in
+             (("s", 0.05, np.float32), ("z", 128, np.uint8), ("s2", 0.03, np.float32), ("z2", 3, np.uint8))]
+    g = helper.make_graph(nodes, "u8", [helper.make_tensor_value_info("x", TensorProto.UINT8, [2, 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("target, release", [("20.08", "20.08"), ("20.08", "23.08"), ("23.08", "23.08")])
+def test_uint8_input_read_by_dequantize_linear(target, release, armnn_runner_for, tmp_path, capsys):
+    """A uint8 model input that only DequantizeLinear reads is a QAsymmU8 network input with its
+    scale and zero point: the caller feeds the uint8 values, and the output stays float32."""
+    from armnn_import.cli import main
+    model = _uint8_input_model()
+    src, out = tmp_path / "m.onnx", tmp_path / "m.armnn"
+    onnx.save(model, src)
+    assert main([str(src), "-o", str(out), "-q", "--target", target]) == 0
+    x = np.random.default_rng(2).integers(0, 256, (2, 3, 4)).astype(np.uint8)
+    x.reshape(-1)[:3] = (0, 128, 255)
+    (want,) = session(model).run(None, {"x": x})
+    (got,) = armnn_runner_for(release)(str(out), [x])
+    np.testing.assert_array_equal(got.reshape(want.shape), want)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "bad",
+                          [helper.make_tensor_value_info("x", TensorProto.UINT8, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.UINT8, [2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), src)
+    capsys.readouterr()
+    assert main([str(src), "-o", str(out), "--target", target]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is uint8; a uint8 network input must feed only DequantizeLinear" in err[0], err
