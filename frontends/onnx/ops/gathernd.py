@@ -1,6 +1,7 @@
 """GatherND: constant index tuples on every target, run-time ones as a GatherNd layer
 (--target 23.08); batch_dims by prepending each batch position's coordinates
-(armnn_import.lowering.gather_nd)."""
+(armnn_import.lowering.gather_nd). Compress with a constant condition: a Gather of the
+selected positions."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,9 +9,10 @@ import numpy as np
 from armnn_import.ir.graph import Port
 from armnn_import.ir.types import DataType
 from armnn_import.lowering import Unsupported
+from armnn_import.lowering.gather import GatherNames, gather_const
 from armnn_import.lowering.gather_nd import batch_grid, gather_nd_const, gather_nd_runtime
 
-from ..registry import register
+from ..registry import needs_const, register
 from .shape import MAX_SLICE_GATHER
 
 
@@ -45,3 +47,20 @@ def gather_nd(ctx, node):
         coords = ctx.b.constant_layer(grid.astype(np.int32), f"{n}_batch")
         indices = ctx.b.concat([coords, indices], -1, f"{n}_tuples")
     return ctx.to_shape(gather_nd_runtime(ctx.b, data, indices, n), out, f"{n}_shape")
+
+
+@register("Compress", since=9, check=needs_const(1, what="condition"),
+          layers=("Reshape", "StridedSlice", "Merger", "Concat", "Gather", "FullyConnected", "Constant", "Permute"),
+          notes="a constant condition: the selected positions gathered (along axis, or of the flattened input)")
+def compress(ctx, node):
+    x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
+    cond = np.asarray(ctx.const(node, 1, "condition")).reshape(-1).astype(bool)
+    axis = ctx.attr(node, "axis", None)
+    if axis is None:
+        x, axis = ctx.b.reshape(x, (x.info.num_elements,), f"{n}_flat"), 0
+    axis %= x.info.rank
+    idx = np.flatnonzero(cond[:x.info.shape[axis]])
+    if idx.size == 0:
+        raise Unsupported("the condition selects nothing (an empty tensor)", code="inexpressible")
+    return gather_const(ctx.b, x, axis, idx, n, max_slices=MAX_SLICE_GATHER,
+                        names=GatherNames("_run{k}", "_cat", "_fc", ("_2d", "_nd")))

@@ -270,3 +270,15 @@ def grid_sample_(ctx, node):
     mode = _GS_MODES[ctx.attr(node, "mode", "linear")]
     return grid_sample(ctx.b, x, grid, mode, ctx.attr(node, "padding_mode", "zeros"),
                        bool(ctx.attr(node, "align_corners", 0)), ctx.name(node))
+
+
+@register("AffineGrid", since=20, check=needs_const(1, what="size"),
+          layers=("Reshape", "StridedSlice", "Constant", "Multiplication", "Addition", "Concat", "Merger"),
+          notes="theta times constant base coordinates by broadcasting layers, in onnxruntime's order")
+def affine_grid_(ctx, node):
+    from armnn_import.lowering.affine_grid import affine_grid
+    theta, size = ctx.port(node, 0), [int(v) for v in ctx.const(node, 1, "size").reshape(-1)]
+    r = len(size) - 2
+    if r not in (2, 3) or theta.info.shape != (size[0], r, r + 1) or min(size) <= 0:
+        raise Unsupported(f"theta of shape {list(theta.info.shape)} for size {size}", code="bad-model")
+    return affine_grid(ctx.b, theta, size, bool(ctx.attr(node, "align_corners", 0)), ctx.name(node))
