@@ -61,7 +61,7 @@ def add_inputs(conv) -> None:
             continue
         dtype = INPUT_TYPES.get(tt.elem_type)
         q = None
-        if tt.elem_type == TensorProto.UINT8:
+        if tt.elem_type == TensorProto.UINT8 and conv.g.target.has(LayerType.Dequantize):  # (float output: 20.08 on)
             q = None if conv.quant.dequantize else conv.quant.before(vi.name)
             if q is None:
                 bad.append(Problem("input", vi.name, "is uint8; a uint8 network input must feed only "
