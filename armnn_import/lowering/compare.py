@@ -153,3 +153,33 @@ def infinity_mask(nb: NetBuilder, x: Port, c, name: str) -> Port | None:
         return None
     sign = 1.0 if c.reshape(-1)[0] > 0 else -1.0
     return step(nb, nb.linear(x, sign, -float(np.finfo(np.float32).max), f"{name}_past_max"), name)
+
+
+def exact_max_rows(nb: NetBuilder, y: Port, name: str, half: bool = False) -> Port:
+    """y, a max over some axes (a Max Reduce or Max Pooling2d layer, through Reshapes), with -inf
+    where every element it took is -inf. CpuRef starts a max from -FLT_MAX (Reduce.cpp,
+    Pooling2d.cpp), so such a row gives -FLT_MAX, and x == -inf after it (ONNX Attention's
+    fully masked rows) would be false. With h = clamp(x + FLT_MAX + 1, 0, 1) (0 for -inf only)
+    maxed the same way into r (0 or 1): y - (1 - r) * FLT_MAX, which is y where r = 1 and
+    -FLT_MAX - FLT_MAX = -inf where r = 0. Other values: y as it is. half: the network becomes
+    Float16 after the conversion (a float16 model)."""
+    from ..ir.types import PoolingAlgorithm, ReduceOperation
+    reshapes, p = [], y
+    while p.layer.type == LayerType.Reshape:
+        reshapes.append(p.info.shape)
+        p = p.layer.inputs[0]
+    layer = p.layer
+    if not ((layer.type == LayerType.Reduce and layer.desc.reduce_operation == ReduceOperation.Max)
+            or (layer.type == LayerType.Pooling2d and layer.desc.pool_type == PoolingAlgorithm.Max)) \
+            or p.info.dtype not in (DataType.Float32, DataType.Float16):
+        return y
+    if half or p.info.dtype == DataType.Float16:
+        raise Unsupported("a Float16 max compared with -inf (a fully masked attention row): Float16 results "
+                          "saturate at +-65504 on Arm NN, so no -inf can be told apart",
+                          "make the mask a constant, or convert the model to float32")
+    fmax = float(np.finfo(np.float32).max)
+    t = nb.linear(nb.linear(layer.inputs[0], 1.0, fmax, f"{name}_lift"), 1.0, 1.0, f"{name}_lift1")
+    r = nb.add(layer.type, f"{name}_any", [nb.clamp(t, 0.0, 1.0, f"{name}_number")], layer.desc)
+    for k, shape in enumerate(reversed(reshapes)):
+        r = nb.reshape(r, shape, f"{name}_any_shape{k}")
+    return nb.binary(LayerType.Subtraction, y, nb.linear(r, -fmax, fmax, f"{name}_drop"), f"{name}_exact_max")

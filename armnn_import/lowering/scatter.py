@@ -96,3 +96,33 @@ def as_rows(nb: NetBuilder, x: Port, k: int, name: str) -> Port:
     """x as [prod(shape[:k]), prod(shape[k:])]."""
     shape = x.info.shape
     return nb.reshape(x, (math.prod(shape[:k]), math.prod(shape[k:])), name)
+
+
+def gather_elements_runtime(nb, x, idx, axis: int, name: str):
+    """ONNX GatherElements of Signed32 indices computed at run time (in [-n, n), n = x's size on
+    axis), from the 20.08 format: one Gather of the flattened data by the flat positions
+        T[idx + n] + base,  T = [0, .., n-1, 0, .., n-1] * stride(axis)
+    (the first Gather wraps a negative index; base, a constant, is the other coordinates' part).
+    The flat positions are int32 arithmetic (CpuRef adds Signed32 exactly) and the Gather moves
+    them through float32, exact below 2^24 elements."""
+    shape, ishape = tuple(x.info.shape), tuple(idx.info.shape)
+    r, total = len(shape), int(np.prod(shape, dtype=np.int64))
+    if len(ishape) != r or any(ishape[d] > shape[d] for d in range(r) if d != axis):
+        raise Unsupported(f"indices of shape {list(ishape)} for data of shape {list(shape)}", code="bad-model")
+    if total >= 1 << 24:
+        raise Unsupported(f"{total} data elements: the flat positions pass through float32 in Arm NN's "
+                          "Gather, exact below 2^24")
+    if x.info.dtype == DataType.Boolean:
+        raise Unsupported("gathering a boolean tensor (CpuRef's Gather moves no Boolean data)")
+    strides = np.cumprod((shape[1:] + (1,))[::-1])[::-1].astype(np.int64)
+    n = shape[axis]
+    table = (np.concatenate([np.arange(n), np.arange(n)]) * strides[axis]).astype(np.int32)
+    grid = np.indices(ishape, dtype=np.int64)
+    base = sum(grid[d] * strides[d] for d in range(r) if d != axis)
+    base = np.broadcast_to(np.asarray(base, np.int64), ishape).astype(np.int32)
+    nb.report.decomposition("GatherElements", "a Gather of the flattened data by T[idx + n] + base (int32)")
+    shifted = nb.binary(L.Addition, idx, nb.constant_layer(np.full((1,) * r, n, np.int32), f"{name}_n"),
+                        f"{name}_shift")
+    along = nb.gather(nb.constant_layer(table, f"{name}_table"), shifted, 0, f"{name}_along")
+    flat = nb.binary(L.Addition, along, nb.constant_layer(base, f"{name}_base"), f"{name}_flat")
+    return nb.gather(nb.reshape(x, (total,), f"{name}_data"), flat, 0, name)

@@ -62,16 +62,10 @@ def add_inputs(conv) -> None:
         dtype = INPUT_TYPES.get(tt.elem_type)
         q = None
         if tt.elem_type == TensorProto.UINT8 and conv.g.target.has(LayerType.Dequantize):  # (float output: 20.08 on)
-            q = None if conv.quant.dequantize else conv.quant.before(vi.name)
+            q = _uint8_input(conv, vi.name, bad)
             if q is None:
-                bad.append(Problem("input", vi.name, "is uint8; a uint8 network input must feed only "
-                                   "DequantizeLinear nodes with one constant per-tensor scale and zero point"
-                                   + (" (not with --dequantize)" if conv.quant.dequantize else ""),
-                                   "convert the model to float32", code="unsupported-type"))
                 continue
             dtype = DataType.QuantisedAsymm8  # (the uint8 values as they are, with the DequantizeLinear's scale)
-            conv.report.quantization.append({"tensor": vi.name, "decision": "uint8 model input read by "
-                                             "DequantizeLinear: feed its uint8 values", "scale": q[0], "offset": q[1]})
         if dtype is None:
             bad.append(Problem("input", vi.name, f"has element type "
                                f"{TensorProto.DataType.Name(tt.elem_type) if tt.elem_type in TensorProto.DataType.values() else tt.elem_type}; "
@@ -95,14 +89,58 @@ def add_inputs(conv) -> None:
             q = conv.quant.input_quant(vi.name)
             if q is not None:  # a float input feeding QuantizeLinear only: the network takes uint8
                 dtype = DataType.QuantisedAsymm8
-        port = conv.g.add_input(vi.name, TensorInfo(shape or (1,), dtype, *(q or (1.0, 0))))
-        if not shape:
-            conv.scalars.add(port)
+        if dtype == DataType.Boolean and _bool_as_numbers(conv, vi.name):
+            port = _bool_numbers_input(conv, vi.name, shape)
+        else:
+            port = conv.g.add_input(vi.name, TensorInfo(shape or (1,), dtype, *(q or (1.0, 0))))
+            if not shape:
+                conv.scalars.add(port)
         conv.values[vi.name] = port
         if conv.anchor is None and dtype == DataType.Float32 and len(shape) <= 4:
             conv.anchor = port
     if bad:
         raise UnsupportedModelError(bad)
+
+
+# ONNX operators whose Boolean operands Arm NN's Boolean layers take as they are (Comparison,
+# LogicalBinary); any other reader of a boolean input (Cast, Where, a Reshape, ...) needs numbers
+_BOOLEAN_READERS = {"And", "Or", "Xor", "Not", "Equal"}
+
+
+def _bool_as_numbers(conv, name: str) -> bool:
+    """Whether a bool model input becomes a uint8 network input with a float 0/1 mask after it
+    (a Dequantize of scale 1: exact, from the 20.08 format on). CpuRef computes nothing from a
+    Boolean tensor but Boolean layers, and 23.08's Cast takes none."""
+    users = conv.quant.consumers.get(name, [])
+    return conv.g.target.has(LayerType.Dequantize) and any(u.op_type not in _BOOLEAN_READERS for u in users)
+
+
+def _uint8_input(conv, name: str, bad: list):
+    """The (scale, zero point) of the DequantizeLinear nodes that alone read a uint8 input, else None
+    (with the problem in bad)."""
+    q = None if conv.quant.dequantize else conv.quant.before(name)
+    if q is None:
+        bad.append(Problem("input", name, "is uint8; a uint8 network input must feed only "
+                           "DequantizeLinear nodes with one constant per-tensor scale and zero point"
+                           + (" (not with --dequantize)" if conv.quant.dequantize else ""),
+                           "convert the model to float32", code="unsupported-type"))
+        return None
+    conv.report.quantization.append({"tensor": name, "decision": "uint8 model input read by "
+                                     "DequantizeLinear: feed its uint8 values", "scale": q[0], "offset": q[1]})
+    return q
+
+
+def _bool_numbers_input(conv, name: str, shape) -> Port:
+    """A uint8 network input of scale 1 (the booleans' 0/1 bytes as they are) and the float 0/1
+    mask that stands for the booleans (a Dequantize: ops/logic.py)."""
+    conv.report.quantization.append({"tensor": name, "decision": "bool model input used as numbers: a "
+                                     "uint8 network input, feed 0 or 1", "scale": 1.0, "offset": 0})
+    port = conv.g.add_input(name, TensorInfo(shape or (1,), DataType.QuantisedAsymm8, 1.0, 0))
+    mask = conv.b.add(LayerType.Dequantize, f"{name}_mask", [port])
+    conv.bool_float.add(mask)
+    if not shape:
+        conv.scalars.update((port, mask))
+    return mask
 
 
 def _input_shape(conv, vi, tt, pinned) -> tuple[int, ...]:

@@ -382,14 +382,14 @@ def test_an_attribute_the_operator_does_not_have_is_refused():
     assert p.op == "ReduceMean" and "has no attribute 'axes'" in p.reason and p.code == "bad-model"
 
 
-@pytest.mark.parametrize("target, why", [("19.02", "Arm NN has no Cast layer"),
-                                         ("23.08", "Arm NN's Cast layer takes no Boolean tensor")])
-def test_where_of_a_boolean_input_says_why_per_target(target, why):
-    """A Boolean graph input cannot become a number: 23.08 has a Cast layer, but its CpuRef casts
-    no Boolean (RefLayerSupport IsCastSupported), so the reason differs by target."""
+def test_where_of_a_boolean_input_at_19_02_says_why_and_names_the_target():
+    """A Boolean graph input cannot become a number in the 19.02 format (no Cast, no Dequantize);
+    from 20.08 it is a uint8 input with a Dequantize after it (tests/onnx/test_onnx_bool_inputs.py)."""
     m = model([h.make_node("Where", ["c", "x", "y"], ["z"])],
               [vi("c", [2, 3], TP.BOOL), vi("x", [2, 3]), vi("y", [2, 3])], [vi("z", [2, 3])])
     with pytest.raises(UnsupportedModelError) as e:
-        armnn_import.convert(m, target=target)
+        armnn_import.convert(m, target="19.02")
     (p,) = e.value.problems
-    assert p.op == "Where" and "run-time boolean" in p.reason and why in p.reason, p.reason
+    assert p.op == "Where" and "run-time boolean" in p.reason and "Arm NN has no Cast layer" in p.reason, p.reason
+    assert "--target 20.08" in p.hint
+    assert armnn_import.convert(m, target="23.08").network.input_layers[0].outputs[0].dtype.name == "QuantisedAsymm8"

@@ -24,7 +24,7 @@ from armnn_import.ir.types import ActivationFunction as AF
 from armnn_import.ir.types import DataType
 from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.compare import COMPARE, infinity_mask, int_mask, safe_constant
+from armnn_import.lowering.compare import COMPARE, exact_max_rows, infinity_mask, int_mask, safe_constant
 from armnn_import.lowering.masks import float_mask, select
 
 from ..registry import register
@@ -87,6 +87,12 @@ def _operand(ctx, v, other, name):
 def compare(ctx, kind: str, a, b, name: str) -> Port:
     """A Boolean a (op) b, with its float mask available through float01()."""
     a, b = _int_constant(ctx, a, b, f"{name}_a"), _int_constant(ctx, b, a, f"{name}_b")
+    if kind == "eq" and isinstance(a, Port) != isinstance(b, Port):  # (a max compared with -inf)
+        c = np.asarray(b if isinstance(a, Port) else a)
+        if c.size and np.all(c == -np.inf):
+            half = bool(ctx.float32_casts) or getattr(ctx.report, "float16_network", False)
+            a, b = ((exact_max_rows(ctx.b, a, f"{name}_a", half), b) if isinstance(a, Port)
+                    else (a, exact_max_rows(ctx.b, b, f"{name}_b", half)))
     if kind == "gt":
         y = binary(ctx, L.Greater, a, b, name)
     elif kind == "eq":
@@ -111,8 +117,11 @@ def float01(ctx, v, name: str):
     if src is None:
         # (23.08's Cast takes no Boolean: RefLayerSupport IsCastSupported)
         why = "Arm NN's Cast layer takes no Boolean tensor" if ctx.g.target.has(L.Cast) else "Arm NN has no Cast layer"
+        hint = ("make the boolean a constant, or convert with --target 20.08 or later (a bool model input used as numbers is a uint8 input there)"
+                if v.layer.type == L.Input and not ctx.g.target.has(L.Dequantize)
+                else "make the boolean a constant, or compute it from float comparisons")
         raise Unsupported(f"a run-time boolean that does not come from a float comparison cannot be used "
-                          f"as a number ({why})", "make the boolean a constant, or compute it from float comparisons")
+                          f"as a number ({why})", hint)
     kind, a, b, n = src
     # a Boolean of a 23.08 logical layer: the mask from its operands' masks; of int32 operands
     # (23.08): made in int32 arithmetic, then a Cast
@@ -120,7 +129,7 @@ def float01(ctx, v, name: str):
     for operand in (a, b) if kind not in _LOGIC_MASKS else ():
         if isinstance(operand, Port) and operand.info.dtype != DataType.Float32 and not (ints and ctx.g.target.has(L.Cast)):
             raise Unsupported(f"a comparison of {operand.info.dtype.name} tensors used as a mask (its 0/1 form needs "
-                              "float operands)", "--target 23.08 makes the mask of int32 operands" * ints)
+                              "float operands)", "--target 23.08 makes the mask of int32 operands, or make the operands constant" * ints)
     if ints:
         ctx.report.warn(f"{n}: the mask of an int32 comparison is exact while the operands' difference fits "
                         "int32 (operands within +-2^30)")
@@ -136,7 +145,8 @@ def _boolean_result(ctx, port):
     return port
 
 
-@register("Equal", since=7, layers=("Equal", "Constant", "Activation", "Reshape", "FullyConnected", "StridedSlice"))
+@register("Equal", since=7, layers=("Equal", "Constant", "Activation", "Reshape", "FullyConnected", "StridedSlice",
+                                    "Subtraction", "Pooling2d", "Reduce"))
 def equal(ctx, node):
     return compare(ctx, "eq", ctx.val(node, 0), ctx.val(node, 1), ctx.name(node))
 

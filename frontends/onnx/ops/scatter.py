@@ -7,7 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from armnn_import.lowering import Unsupported
-from armnn_import.lowering.scatter import as_rows, element_positions, flat_positions, scatter_rows, take_rows
+from armnn_import.ir.types import DataType
+from armnn_import.lowering.scatter import (as_rows, element_positions, flat_positions, gather_elements_runtime,
+                                            scatter_rows, take_rows)
 
 from ..registry import needs_const, register
 from .common import norm_axes
@@ -60,12 +62,29 @@ def scatter_elements(ctx, node):
     return ctx.to_shape(y, shape, f"{n}_shape")
 
 
-@register("GatherElements", since=11, layers=_LAYERS, check=needs_const(1, what="indices"),
-          notes="constant indices")
+def _gather_elements_check(node, ctx):
+    target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
+    if ctx.has(node, 1) and not ctx.is_const(node, 1) and not target.at_least("20.08"):
+        return ("run-time indices need Arm NN's Gather of Signed32 positions (the 20.08 format on)",
+                "convert with --target 20.08 or later, or make the indices constant")
+    return None
+
+
+@register("GatherElements", since=11, layers=_LAYERS, check=_gather_elements_check,
+          notes="constant indices on every target; run-time ones (in [-n, n)) from --target 20.08")
 def gather_elements(ctx, node):
-    data, n = ctx.port(node, 0), ctx.name(node)
-    shape, idx = ctx.lshape(data), np.asarray(ctx.const(node, 1, "indices"))
+    runtime = not ctx.is_const(node, 1)
+    data, n = ctx.port(node, 0, dtypes=None) if runtime else ctx.port(node, 0), ctx.name(node)
+    shape = ctx.lshape(data)
     axis = norm_axes([ctx.attr(node, "axis", 0)], len(shape))[0]
+    if runtime:
+        idx = ctx.port(node, 1, dtypes=None)
+        if idx.info.dtype != DataType.Signed32:
+            raise Unsupported(f"indices are {idx.info.dtype.name} at run time; Arm NN's Gather takes int32")
+        if data.info.dtype == DataType.Signed32:
+            ctx.report.warn(f"{n}: Arm NN's Gather moves int32 data through float32: exact for values within +-2^24")
+        return gather_elements_runtime(ctx.b, data, idx, axis, n)
+    idx = np.asarray(ctx.const(node, 1, "indices"))
     if idx.size == 0:
         raise Unsupported("empty indices")
     pos = element_positions(shape, idx, axis)
