@@ -29,6 +29,9 @@ def test_model_matches_onnxruntime_on_armnn(entry, armnn_release_runner):
     inputs = [data[f"input_{i}"] for i in range(len(result.network.input_layers))]
     # int64 token ids are a Signed32 input (Arm NN has no int64): feed them as int32, as a user does
     inputs = [x.astype(np.int32) if x.dtype == np.int64 else x for x in inputs]
+    # and a bool input used as numbers is a uint8 input: 0 or 1
+    inputs = [x.astype(np.uint8) if x.dtype == bool and layer.outputs[0].dtype.name == "QuantisedAsymm8" else x
+              for x, layer in zip(inputs, result.network.input_layers)]
     outputs = armnn_release_runner(result.to_bytes(), inputs)
     expected = [data[k] for k in sorted(k for k in data.files if k.startswith("output_"))]
     assert len(outputs) == len(expected)

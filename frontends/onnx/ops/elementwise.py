@@ -260,7 +260,8 @@ def where_int(ctx, c, x, y, name: str, out_shape, float01) -> Port:
             float01(ctx, c, f"{name}_cond")  # (refuses a boolean with no 0/1 form, with its own reason)
         if not ctx.g.target.has(L.Cast):
             raise Unsupported("Where on Signed32 tensors with a run-time condition (its 0/1 mask as int32 is a "
-                              "Cast)", "convert with --target 23.08 (Cast)", code="needs-target")
+                              "Cast)", "convert with --target 23.08 (Cast), or make the condition constant",
+                              code="needs-target")
         m = ctx.b.cast(float01(ctx, c, f"{name}_cond"), DataType.Signed32, f"{name}_mask")
         keep_y = binary(ctx, L.Subtraction, np.ones((1,) * m.info.rank, np.int32), m, f"{name}_not")
     else:

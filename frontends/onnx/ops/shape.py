@@ -253,7 +253,7 @@ def tile(ctx, node):
     return x
 
 
-@register("Expand", since=8, layers=("Reshape", "Merger"), check=needs_const(1, what="shape"))
+@register("Expand", since=8, layers=("Reshape", "Merger", "Concat", "Addition", "Constant"), check=needs_const(1, what="shape"))
 def expand(ctx, node):
     x, n = ctx.port(node, 0, dtypes=None), ctx.name(node)
     shape = ctx.lshape(x)
@@ -268,6 +268,10 @@ def expand(ctx, node):
     if 0 in out:
         raise Unsupported("the result is empty")
     y = ctx.b.reshape(x, (1,) * (len(out) - len(shape)) + tuple(shape), f"{n}_rank") if out else x
+    if y.info.dtype == DataType.Signed32 and out != y.info.shape and not ctx.b.target.at_least("23.08"):
+        # CpuRef 20.08 concatenates no Signed32 tensor, but adds them exactly, with broadcasting
+        zeros = ctx.b.constant_layer(np.zeros(out, np.int32), f"{n}_zeros")
+        return ctx.to_shape(ctx.b.binary(L.Addition, y, zeros, f"{n}_broadcast"), out, f"{n}_shape")
     for a, d in enumerate(out):
         if y.info.shape[a] != d:
             y = repeat(ctx.b, y, a, d, f"{n}_ax{a}")
