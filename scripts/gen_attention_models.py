@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_io import merge_manifest, onnx_value_info, save_npz, torch_export_checked  # noqa: E402
+from reference_io import merge_manifest, onnx_entry, save_npz, torch_export_checked  # noqa: E402
 
 VOCAB, DIM, SEQ = 50, 32, 12
 
@@ -99,13 +99,7 @@ def gen_onnx(out_dir: Path) -> None:
         path = out_dir / f"{name}.onnx"
         onnx.save(proto, path)
         save_npz(out_dir / f"{name}.npz", {"input_0": x, "output_0": got})
-        entries.append({
-            "name": name, "file": path.name, "data": f"{name}.npz", "architecture": arch, "exercises": exercises,
-            "opset": opset, "seed": seed, "generator": "scripts/gen_attention_models.py",
-            "inputs": [onnx_value_info(v) for v in proto.graph.input],
-            "outputs": [onnx_value_info(v) for v in proto.graph.output],
-            "op_types": sorted({n.op_type for n in proto.graph.node}), "size_bytes": path.stat().st_size,
-        })
+        entries.append(onnx_entry(name, path, proto, arch, exercises, opset, seed, "scripts/gen_attention_models.py"))
         print(f"onnx/{name}: {path.stat().st_size} bytes, ops {' '.join(entries[-1]['op_types'])}")
     merge_manifest(out_dir / "manifest.json", entries, "name")
 

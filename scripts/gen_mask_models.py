@@ -21,7 +21,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_io import merge_manifest, onnx_value_info, run_ort, save_npz  # noqa: E402
+from reference_io import merge_manifest, onnx_entry, run_ort, save_npz  # noqa: E402
 
 
 def _models():
@@ -81,13 +81,7 @@ def main() -> None:
         path = out_dir / f"{name}.onnx"
         onnx.save(proto, path)
         save_npz(out_dir / f"{name}.npz", {f"input_{i}": x for i, x in enumerate(xs)} | {"output_0": got})
-        entries.append({
-            "name": name, "file": path.name, "data": f"{name}.npz", "architecture": arch, "exercises": exercises,
-            "opset": opset, "seed": seed, "generator": "scripts/gen_mask_models.py",
-            "inputs": [onnx_value_info(v) for v in proto.graph.input],
-            "outputs": [onnx_value_info(v) for v in proto.graph.output],
-            "op_types": sorted({n.op_type for n in proto.graph.node}), "size_bytes": path.stat().st_size,
-        })
+        entries.append(onnx_entry(name, path, proto, arch, exercises, opset, seed, "scripts/gen_mask_models.py"))
         print(f"onnx/{name}: {path.stat().st_size} bytes, ops {' '.join(entries[-1]['op_types'])}")
     merge_manifest(out_dir / "manifest.json", entries, "name")
 

@@ -29,6 +29,15 @@ def onnx_value_info(v) -> dict:
     return {"name": v.name, "shape": dims, "dtype": dtype.name}
 
 
+def onnx_entry(name, path, proto, arch, exercises, opset, seed, generator) -> dict:
+    """The manifest entry of an ONNX reference model saved at path (its data in {name}.npz)."""
+    return {"name": name, "file": path.name, "data": f"{name}.npz", "architecture": arch, "exercises": exercises,
+            "opset": opset, "seed": seed, "generator": generator,
+            "inputs": [onnx_value_info(v) for v in proto.graph.input],
+            "outputs": [onnx_value_info(v) for v in proto.graph.output],
+            "op_types": sorted({n.op_type for n in proto.graph.node}), "size_bytes": path.stat().st_size}
+
+
 def run_ort(proto_bytes, feeds):
     """onnxruntime's outputs of a serialized model, unoptimized and on one thread: the reference."""
     import onnxruntime as ort

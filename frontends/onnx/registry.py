@@ -60,3 +60,13 @@ def all_checks(*fns):
                     return r
         return None
     return check
+
+
+def runtime_input_from(i: int, release: str, reason: str, hint: str):
+    """A check: input i computed at run time needs the format of `release` (or later)."""
+    def check(node, ctx):
+        target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
+        if ctx.has(node, i) and not ctx.is_const(node, i) and not target.at_least(release):
+            return reason, hint
+        return None
+    return check

@@ -139,3 +139,11 @@ def power(ctx, t: Port, p: float, name: str) -> Port:
                                      float(np.finfo(np.float32).tiny), DataLayout.NCHW)
     y = ctx.b.add(LayerType.Normalization, name, [y], desc)
     return ctx.b.reshape(y, shape, f"{name}_shape")
+
+
+def int_list(ctx, node, i) -> list[int]:
+    """Constant input i of node as a list of ints (an integer tensor, else the model is invalid)."""
+    v = ctx.const(node, i)
+    if not np.issubdtype(v.dtype, np.integer):
+        raise Unsupported(f"input {i} is {v.dtype}, not an integer tensor (the model is invalid)", code="bad-model")
+    return v.reshape(-1).tolist()

@@ -12,16 +12,13 @@ from armnn_import.lowering import Unsupported
 from armnn_import.lowering.gather import GatherNames, gather_const
 from armnn_import.lowering.gather_nd import batch_grid, gather_nd_const, gather_nd_runtime
 
-from ..registry import needs_const, register
+from ..registry import needs_const, register, runtime_input_from
 from .shape import MAX_SLICE_GATHER
 
 
-def _gather_nd_check(node, ctx):
-    target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
-    if ctx.has(node, 1) and not ctx.is_const(node, 1) and not target.at_least("23.08"):
-        return ("run-time indices need Arm NN's GatherNd layer, which only the 23.08 format has",
-                "convert with --target 23.08, or make the indices constant")
-    return None
+_gather_nd_check = runtime_input_from(
+    1, "23.08", "run-time indices need Arm NN's GatherNd layer, which only the 23.08 format has",
+    "convert with --target 23.08, or make the indices constant")
 
 
 @register("GatherND", since=11, layers=("Reshape", "StridedSlice", "Merger", "Gather", "FullyConnected",

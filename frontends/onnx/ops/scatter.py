@@ -11,7 +11,7 @@ from armnn_import.ir.types import DataType
 from armnn_import.lowering.scatter import (as_rows, element_positions, flat_positions, gather_elements_runtime,
                                             scatter_rows, take_rows)
 
-from ..registry import needs_const, register
+from ..registry import needs_const, register, runtime_input_from
 from .common import norm_axes
 
 _LAYERS = ("Reshape", "StridedSlice", "Merger", "Concat", "Gather", "Constant", "FullyConnected", "Activation",
@@ -62,12 +62,9 @@ def scatter_elements(ctx, node):
     return ctx.to_shape(y, shape, f"{n}_shape")
 
 
-def _gather_elements_check(node, ctx):
-    target = ctx.target if hasattr(ctx, "target") else ctx.g.target  # (the pre-scan's view, or the converter)
-    if ctx.has(node, 1) and not ctx.is_const(node, 1) and not target.at_least("20.08"):
-        return ("run-time indices need Arm NN's Gather of Signed32 positions (the 20.08 format on)",
-                "convert with --target 20.08 or later, or make the indices constant")
-    return None
+_gather_elements_check = runtime_input_from(
+    1, "20.08", "run-time indices need Arm NN's Gather of Signed32 positions (the 20.08 format on)",
+    "convert with --target 20.08 or later, or make the indices constant")
 
 
 @register("GatherElements", since=11, layers=_LAYERS, check=_gather_elements_check,

@@ -10,12 +10,12 @@ from armnn_import.ir.types import LayerType as L
 from armnn_import.lowering import Unsupported
 from armnn_import.lowering.builder import through_float_exactly
 from armnn_import.lowering.gather import GatherNames, gather_const
-from armnn_import.lowering.copies import repeat
+from armnn_import.lowering.copies import broadcast_int32, repeat
 from armnn_import.lowering.padding import PadNames, border_pad
 
 from ..registry import needs_const, register
 from ..context import MAX_RANK, check_size
-from .common import axes_input, binary, norm_axes
+from .common import axes_input, binary, int_list, norm_axes
 
 # What CpuRef's Pad, Resize, SpaceToDepth and DepthToSpace take (RefLayerSupport: no Signed32 or Boolean)
 _DEPTH_SPACE_TYPES = (DataType.Float32, DataType.Float16, DataType.QuantisedAsymm8, DataType.QAsymmS8)
@@ -151,13 +151,6 @@ def split(ctx, node):
     return outs
 
 
-def _int_list(ctx, node, i) -> list[int]:
-    v = ctx.const(node, i)
-    if not np.issubdtype(v.dtype, np.integer):
-        raise Unsupported(f"input {i} is {v.dtype}, not an integer tensor (the model is invalid)", code="bad-model")
-    return v.reshape(-1).tolist()
-
-
 @register("Slice", since=1, layers=("StridedSlice", "Reshape"),
           check=needs_const(1, 2, 3, 4, what="starts/ends/axes/steps"))
 def slice_(ctx, node):
@@ -167,9 +160,9 @@ def slice_(ctx, node):
     if ctx.opset < 10:
         starts, ends, axes, steps = ctx.attr(node, "starts"), ctx.attr(node, "ends"), ctx.attr(node, "axes"), None
     else:
-        starts, ends = _int_list(ctx, node, 1), _int_list(ctx, node, 2)
-        axes = _int_list(ctx, node, 3) if ctx.has(node, 3) else None
-        steps = _int_list(ctx, node, 4) if ctx.has(node, 4) else None
+        starts, ends = int_list(ctx, node, 1), int_list(ctx, node, 2)
+        axes = int_list(ctx, node, 3) if ctx.has(node, 3) else None
+        steps = int_list(ctx, node, 4) if ctx.has(node, 4) else None
     axes = norm_axes(axes if axes is not None else range(len(starts)), rank)
     steps = steps or [1] * len(axes)
     if not len(starts) == len(ends) == len(axes) == len(steps):
@@ -269,9 +262,7 @@ def expand(ctx, node):
         raise Unsupported("the result is empty")
     y = ctx.b.reshape(x, (1,) * (len(out) - len(shape)) + tuple(shape), f"{n}_rank") if out else x
     if y.info.dtype == DataType.Signed32 and out != y.info.shape and not ctx.b.target.at_least("23.08"):
-        # CpuRef 20.08 concatenates no Signed32 tensor, but adds them exactly, with broadcasting
-        zeros = ctx.b.constant_layer(np.zeros(out, np.int32), f"{n}_zeros")
-        return ctx.to_shape(ctx.b.binary(L.Addition, y, zeros, f"{n}_broadcast"), out, f"{n}_shape")
+        return ctx.to_shape(broadcast_int32(ctx.b, y, out, n), out, f"{n}_shape")
     for a, d in enumerate(out):
         if y.info.shape[a] != d:
             y = repeat(ctx.b, y, a, d, f"{n}_ax{a}")
