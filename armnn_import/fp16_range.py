@@ -227,6 +227,8 @@ def _fit(a: np.ndarray, name: str, info: TensorInfo, permuted: bool) -> np.ndarr
     dt = info.dtype
     if dt == DataType.Float32 and a.dtype.kind == "f":
         return a.astype(np.float32)
+    if dt == DataType.QuantisedAsymm8 and a.dtype == bool:  # (a bool input used as numbers: 0 or 1)
+        return a.astype(np.uint8)
     if dt == DataType.QuantisedAsymm8 and a.dtype in (np.uint8, np.int8):
         return a if a.dtype == np.uint8 else (a.astype(np.int16) + 128).astype(np.uint8)  # int8 -> uint8 + 128
     if dt == DataType.Signed32 and a.dtype.kind in "iu":

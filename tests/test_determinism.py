@@ -65,6 +65,11 @@ def test_reference_models_convert_byte_identically_in_two_processes():
     for r in results:
         again = [k for k in r["again"] if r["again"][k] != r["out"][k]]
         assert not again, f"a second conversion in the same process differs: {again[:10]}"
-    converted = [k for k, v in a["out"].items() if not v.startswith("refused")]
-    # the check is only meaningful if most models convert
-    assert len(converted) >= 0.9 * len(a["out"]), f"only {len(converted)} of {len(a['out'])} converted"
+    # the check is only meaningful if most models convert (of those the default target takes:
+    # reference_models.NOT_CONVERTING_YET lists the ones that need a later format)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from reference_models import NOT_CONVERTING_YET
+    expected = {k: v for k, v in a["out"].items()
+                if not any(k.split(" ")[0].endswith("/" + m) for m in NOT_CONVERTING_YET)}
+    converted = [k for k, v in expected.items() if not v.startswith("refused")]
+    assert len(converted) >= 0.9 * len(expected), f"only {len(converted)} of {len(expected)} converted"

@@ -25,7 +25,10 @@ from reference_models import ROOT, all_models, flip_weight  # noqa: E402
 NEED_FLOAT16_DEFAULTS = {"onnx/resnet_small.onnx", "onnx/gru_2layer_bidir.onnx",
                          "tflite/models/mobilenet_v2_035.float32.tflite"}
 FLOAT_MODELS = [i for i, p, _ in all_models()
-                if i.startswith("onnx/") and p.suffix == ".onnx" or i.endswith(".float32.tflite")]
+                if (i.startswith("onnx/") and p.suffix == ".onnx" or i.endswith(".float32.tflite"))
+                # (its Where of the padding mask selects with +-FLT_MAX / 2 * 4 = +-inf: past Float16,
+                # so --fp16 refuses it, as it should)
+                and i != "onnx/padded_encoder.onnx"]
 # (each target on the oldest runtime that reads it; the 19.02 format on 20.08 too)
 TARGETS = [("19.02", "20.08"), ("20.08", "20.08"), ("23.08", "23.08")]
 
